@@ -1,0 +1,1 @@
+"""Sub-commands of the `lc0-rocm` CLI: one module each, with `configure(parser)` and `run(args) -> int`."""

@@ -1,0 +1,32 @@
+"""The package's exception hierarchy: every failure a user can cause or meet is one of these.
+
+The CLI turns any `Lc0RocmError` into a one-line message on stderr and a non-zero exit.
+"""
+
+
+class Lc0RocmError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class NetFormatError(Lc0RocmError):
+    """The weights file is unreadable, truncated, not an Lc0 net, or uses an unsupported format."""
+
+
+class PositionError(Lc0RocmError, ValueError):
+    """A FEN or a move (sequence) is invalid or illegal."""
+
+
+class BackendError(Lc0RocmError):
+    """A backend cannot be created or failed while evaluating (no GPU, out of memory, ...)."""
+
+
+class GpuError(BackendError):
+    """A HIP, hipRTC or hipBLASLt call failed; the message names the call and the error."""
+
+
+class CompileError(GpuError):
+    """A kernel failed to compile with hipRTC; carries the compiler log."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message if not log else f"{message}\n{log}")
+        self.log = log

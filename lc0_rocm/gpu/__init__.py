@@ -1,0 +1,1 @@
+"""The ROCm runtime on hip-python: device, memory, streams/events, hipRTC kernels, hipBLASLt GEMMs."""

@@ -1,0 +1,1 @@
+"""Search: PUCT/MCTS over positions evaluated by a backend, and time management."""
