@@ -1,0 +1,129 @@
+"""Backend creation by name, and lc0-style backend options ("policy_head=optimistic,value_head=q").
+
+Names: "cpu" (numpy reference), "rocm" (fp32), "rocm-fp16", "rocm-auto" (the GPU module picks the
+precision), and "auto" = rocm-auto when a GPU is usable, otherwise cpu with a one-line notice on
+stderr. The GPU module `lc0_rocm.backends.rocm` is imported only when asked for; its contract:
+
+    gpu_available() -> bool            # a HIP device is present and usable
+    RocmBackend(net, precision, options)  # precision "fp32" | "fp16" | "auto"; options: dict[str, str]
+
+Options understood here: `policy_head` / `value_head` (heads are chosen when the net is loaded:
+pass `head_options(opts)` to `load_net`; create_backend only checks the net matches), `mlh`
+(true/false: false drops the moves-left output), `batch_size` (cpu: positions per numpy chunk).
+Other keys are passed to the GPU backend untouched and ignored by the cpu backend, as lc0 does.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import BackendError
+from ..net.description import NetDescription
+from .base import Backend
+
+BACKEND_NAMES = ("auto", "cpu", "rocm", "rocm-fp16", "rocm-auto")
+_ROCM_PRECISION = {"rocm": "fp32", "rocm-fp16": "fp16", "rocm-auto": "auto"}
+
+
+def parse_backend_options(options: str) -> dict[str, str]:
+    """Parse "key=value,key2=value2" (spaces around items ignored; empty string → {})."""
+    result: dict[str, str] = {}
+    for item in (options or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise BackendError(f"bad backend option {item!r}: expected key=value")
+        result[key] = value
+    return result
+
+
+def head_options(options: str | dict) -> dict[str, str]:
+    """The `policy_head` / `value_head` keyword arguments for `load_net` found in the options."""
+    opts = parse_backend_options(options) if isinstance(options, str) else options
+    return {k: opts[k] for k in ("policy_head", "value_head") if k in opts}
+
+
+def _parse_bool(key: str, value: str) -> bool:
+    v = value.lower()
+    if v in ("true", "1", "yes", "on"):
+        return True
+    if v in ("false", "0", "no", "off"):
+        return False
+    raise BackendError(f"backend option {key}={value!r}: expected true or false")
+
+
+def _check_heads(net: NetDescription, opts: dict[str, str]) -> None:
+    for key, chosen in (("policy_head", net.policy_head_name), ("value_head", net.value_head_name)):
+        want = opts.get(key)
+        if want is not None and want != chosen:
+            raise BackendError(f"backend option {key}={want} but the net was loaded with {key} {chosen!r}")
+
+
+def _import_rocm():
+    """The GPU backend module, or a BackendError saying why there is none."""
+    try:
+        from . import rocm
+    except ImportError as e:
+        raise BackendError(f"no GPU backend: cannot import lc0_rocm.backends.rocm ({e})") from None
+    return rocm
+
+
+def gpu_usable() -> tuple[bool, str]:
+    """(True, "") when the GPU backend imports and sees a device, else (False, reason)."""
+    try:
+        rocm = _import_rocm()
+        if rocm.gpu_available():
+            return True, ""
+        return False, "no GPU device found"
+    except BackendError as e:
+        return False, str(e)
+    except Exception as e:  # a broken HIP runtime must not stop the CPU fallback
+        return False, f"GPU check failed: {type(e).__name__}: {e}"
+
+
+def _create_rocm(name: str, net: NetDescription, opts: dict[str, str]) -> Backend:
+    rocm = _import_rocm()
+    try:
+        available = rocm.gpu_available()
+    except Exception as e:
+        raise BackendError(f"no GPU: device check failed ({type(e).__name__}: {e})") from None
+    if not available:
+        raise BackendError(f"no GPU: backend {name!r} needs a HIP device and none is usable")
+    return rocm.RocmBackend(net, _ROCM_PRECISION[name], opts)
+
+
+def _create_cpu(net: NetDescription, opts: dict[str, str]) -> Backend:
+    from .cpu import DEFAULT_CHUNK, CpuBackend
+
+    chunk = DEFAULT_CHUNK
+    if "batch_size" in opts:
+        try:
+            chunk = int(opts["batch_size"])
+        except ValueError:
+            chunk = 0
+        if chunk < 1:
+            raise BackendError(f"backend option batch_size={opts['batch_size']!r}: expected a positive integer")
+    mlh = _parse_bool("mlh", opts["mlh"]) if "mlh" in opts else True
+    return CpuBackend(net, chunk=chunk, mlh=mlh)
+
+
+def create_backend(name: str, net: NetDescription, options: str = "") -> Backend:
+    """Create the named backend for `net`; BackendError for an unknown name or a missing GPU."""
+    if name not in BACKEND_NAMES:
+        raise BackendError(f"unknown backend {name!r} (choose from {', '.join(BACKEND_NAMES)})")
+    opts = parse_backend_options(options)
+    _check_heads(net, opts)
+    if "mlh" in opts:
+        _parse_bool("mlh", opts["mlh"])
+    if name == "cpu":
+        return _create_cpu(net, opts)
+    if name == "auto":
+        ok, why = gpu_usable()
+        if not ok:
+            print(f"lc0-rocm: {why}; using the cpu backend", file=sys.stderr)
+            return _create_cpu(net, opts)
+        name = "rocm-auto"
+    return _create_rocm(name, net, opts)
