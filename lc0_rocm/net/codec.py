@@ -65,7 +65,9 @@ def encode_values(values, encoding="LINEAR16") -> tuple[bytes, float, float]:
     min_val/max_val are meaningful for LINEAR16 only (0.0 otherwise).
     """
     enc = encoding_number(encoding)
-    x = np.ascontiguousarray(values, dtype=np.float64).ravel()
+    x = np.asarray(values)
+    # float32 input is encoded in float32 arithmetic (fast for big random nets); anything else in float64
+    x = np.ascontiguousarray(x, dtype=np.float32 if x.dtype == np.float32 else np.float64).ravel()
     if x.size and not np.all(np.isfinite(x)):
         raise NetFormatError("cannot encode non-finite values")
     if enc == LINEAR16:
@@ -73,7 +75,9 @@ def encode_values(values, encoding="LINEAR16") -> tuple[bytes, float, float]:
             return b"", 0.0, 0.0
         lo, hi = float(np.float32(x.min())), float(np.float32(x.max()))
         if hi > lo:
-            u = np.rint((x - lo) * (65535.0 / (hi - lo)))
+            u = x - x.dtype.type(lo)
+            u *= x.dtype.type(65535.0 / (hi - lo))
+            np.rint(u, out=u)
             np.clip(u, 0, 65535, out=u)
         else:
             u = np.zeros_like(x)
