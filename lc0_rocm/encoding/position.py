@@ -1,0 +1,75 @@
+"""Parse a user position (FEN or start position + UCI moves) into a History, with clear errors.
+
+`parse_position(fen_or_None, moves)` validates with python-chess: a malformed or illegal FEN, a
+malformed UCI move string or an illegal move raises `PositionError` with a one-line message that
+names the bad token. Castling may be given as e1g1 or as king-takes-rook (e1h1), as lc0 accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import chess
+
+from ..errors import PositionError
+from .history import History, PositionState
+
+_STATUS_TEXT = (
+    (chess.STATUS_NO_WHITE_KING, "no white king"),
+    (chess.STATUS_NO_BLACK_KING, "no black king"),
+    (chess.STATUS_TOO_MANY_KINGS, "too many kings"),
+    (chess.STATUS_TOO_MANY_WHITE_PAWNS, "too many white pawns"),
+    (chess.STATUS_TOO_MANY_BLACK_PAWNS, "too many black pawns"),
+    (chess.STATUS_PAWNS_ON_BACKRANK, "pawns on the first or last rank"),
+    (chess.STATUS_TOO_MANY_WHITE_PIECES, "too many white pieces"),
+    (chess.STATUS_TOO_MANY_BLACK_PIECES, "too many black pieces"),
+    (chess.STATUS_BAD_CASTLING_RIGHTS, "castling rights without king/rook on their squares"),
+    (chess.STATUS_INVALID_EP_SQUARE, "invalid en-passant square"),
+    (chess.STATUS_OPPOSITE_CHECK, "the side not to move is in check"),
+    (chess.STATUS_TOO_MANY_CHECKERS, "too many checkers"),
+    (chess.STATUS_IMPOSSIBLE_CHECK, "impossible check"),
+)
+
+
+def _one_line(s: str) -> str:
+    return " ".join(str(s).split())
+
+
+def parse_board(fen: Optional[str]) -> chess.Board:
+    """A validated python-chess board from a FEN (None or "startpos" = the start position)."""
+    if fen is None or fen.strip() in ("", "startpos"):
+        return chess.Board()
+    fen = _one_line(fen)
+    try:
+        board = chess.Board(fen)
+    except ValueError as e:
+        raise PositionError(f"invalid FEN '{fen}': {_one_line(e)}") from None
+    status = board.status()
+    if status != chess.STATUS_VALID:
+        problems = [text for flag, text in _STATUS_TEXT if status & flag] or ["invalid position"]
+        raise PositionError(f"illegal FEN '{fen}': {', '.join(problems)}")
+    return board
+
+
+def parse_position(fen: Optional[str], moves: Iterable[str] = ()) -> History:
+    """History from a FEN (None = start position) and UCI moves (absolute notation, e.g. e2e4, e7e8q)."""
+    board = parse_board(fen)
+    root_ep = -1 if board.ep_square is None else board.ep_square & 7
+    node = PositionState.from_board(board, None, ep_file=root_ep)
+    for n, tok in enumerate(moves, 1):
+        if not isinstance(tok, str):
+            raise PositionError(f"move {n} is not a string: {tok!r}")
+        text = tok.strip()
+        try:
+            move = chess.Move.from_uci(text)
+        except ValueError:
+            raise PositionError(f"bad UCI move '{tok}' (move {n})") from None
+        if not move:  # null move "0000"
+            raise PositionError(f"null move '{tok}' is not allowed (move {n})")
+        try:
+            move = board.parse_uci(text)
+        except ValueError:
+            raise PositionError(f"illegal move '{tok}' (move {n}) in position '{board.fen()}'") from None
+        board.push(move)
+        node = PositionState.from_board(board, node)
+    return History(node, board)
