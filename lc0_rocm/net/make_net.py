@@ -109,6 +109,21 @@ SHAPES: dict[str, dict] = {
     # SE tower, classical policy (1x1 conv + FC), classical tanh value, old NETWORK_SE format number
     "classical": dict(body="conv", filters=64, blocks=4, se_channels=8, policy="classical", value="classical",
                       mlh=False, default_activation="relu", multihead=False, file_network=2, input_format=1),
+    # ---- the small nets committed under weights/ (see weights/README.md)
+    "bt-small": dict(embedding=128, layers=6, heads=8, dff=192, smolgen_hc=8, smolgen_hs=32, smolgen_g=16,
+                     preproc_d=4, emb_dff=128, value_channels=8, mlh_channels=8, input_format=3,
+                     policy_heads=("vanilla", "optimistic"), value_heads=("winner", "q")),
+    "t82-small": dict(embedding=128, layers=6, heads=8, dff=192, smolgen_hc=8, smolgen_hs=32, smolgen_g=16,
+                      input_embedding="pe_map", gating=False, legacy=True, multihead=False,
+                      ffn_activation="default", smolgen_activation="default", value_channels=8,
+                      mlh_channels=8, input_format=4),
+    "apmish-small": dict(body="conv", filters=64, blocks=4, se_channels=8, policy="attention",
+                         policy_embedding=64, policy_d_model=64, policy_encoders=1, policy_encoder_heads=4,
+                         policy_encoder_dff=128, multihead=False, value_channels=32, mlh_channels=8,
+                         input_format=2),
+    "se-classical-small": dict(body="conv", filters=64, blocks=4, se_channels=8, policy="classical",
+                               policy_channels=8, value="classical", mlh=False, default_activation="relu",
+                               multihead=False, file_network=2, input_format=1),
     # conv tower feeding an attention body (lc0 uses the tower output as tokens)
     "hybrid": dict(body="hybrid", filters=32, blocks=2, se_channels=0, gating=False, smolgen=False,
                    input_embedding="pe_map", multihead=False),
