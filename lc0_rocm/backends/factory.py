@@ -15,6 +15,7 @@ Other keys are passed to the GPU backend untouched and ignored by the cpu backen
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from ..errors import BackendError
@@ -65,10 +66,13 @@ def _check_heads(net: NetDescription, opts: dict[str, str]) -> None:
 def _import_rocm():
     """The GPU backend module, or a BackendError saying why there is none."""
     try:
-        from . import rocm
+        return importlib.import_module("lc0_rocm.backends.rocm")
+    except ModuleNotFoundError as e:
+        if e.name == "lc0_rocm.backends.rocm":
+            raise BackendError("no GPU backend: lc0_rocm.backends.rocm is not part of this installation") from None
+        raise BackendError(f"no GPU backend: {e}") from None
     except ImportError as e:
-        raise BackendError(f"no GPU backend: cannot import lc0_rocm.backends.rocm ({e})") from None
-    return rocm
+        raise BackendError(f"no GPU backend: {e}") from None
 
 
 def gpu_usable() -> tuple[bool, str]:
