@@ -1,0 +1,1 @@
+"""Benchmarking a backend the way `lc0 backendbench` does: measuring loop, statistics, Clippy, reports."""

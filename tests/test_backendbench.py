@@ -1,0 +1,336 @@
+"""backendbench: statistics against numpy, Clippy against lc0's formula by hand, lc0's table format,
+the measuring loop (first-batch exclusion, device-timed backends, split batches), the command line
+end to end on the default net, and one-line errors for bad arguments."""
+
+import csv
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lc0_rocm.backends.cpu import CpuBackend
+from lc0_rocm.bench import report
+from lc0_rocm.bench.backendbench import BenchConfig, encode_fen, make_timer, run_bench, timer_kind
+from lc0_rocm.bench.clippy import Clippy, threshold
+from lc0_rocm.bench.stats import size_stats
+from lc0_rocm.default_net import default_net_path
+from lc0_rocm.net.loader import load_net
+
+ROOT = Path(__file__).resolve().parent.parent
+STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+
+# recorded per-batch times (s) of one batch size, first batch first (it is excluded)
+RECORDED = [0.0131, 0.00402, 0.00398, 0.00411, 0.00395, 0.00467, 0.00401, 0.00399, 0.00404]
+
+
+# ------------------------------------------------------------------------------------------------
+# statistics
+
+
+@pytest.mark.parametrize("measured", [RECORDED[1:], RECORDED[1:-1]], ids=["even", "odd"])
+def test_size_stats_match_numpy(measured):
+    size = 48
+    s = size_stats(size, RECORDED[0], measured)
+    t = np.array(measured, dtype=np.float64)
+    assert s.times == tuple(measured)
+    assert s.mean_nps == pytest.approx(size * len(t) / t.sum(), rel=1e-12)
+    assert s.mean_ms == pytest.approx(t.mean() * 1000, rel=1e-12)
+    assert s.sdev_ms == pytest.approx(t.std(ddof=1) * 1000, rel=1e-12)
+    assert s.cv == pytest.approx(t.std(ddof=1) / t.mean(), rel=1e-12)
+    assert s.max_nps == pytest.approx(size / t.min(), rel=1e-12)
+    assert s.min_nps == pytest.approx(size / t.max(), rel=1e-12)
+    assert s.median_nps == pytest.approx(size / np.median(t), rel=1e-12)
+    assert s.first_max_ms == s.first_mean_ms == pytest.approx(13.1)
+
+
+def test_size_stats_single_measured_batch_has_nan_sdev():
+    s = size_stats(4, 0.01, [0.002])
+    assert math.isnan(s.sdev_ms) and math.isnan(s.cv)
+    assert s.mean_nps == pytest.approx(2000.0)
+    assert report.format_row(s).split(",")[3].strip() == "nan"
+
+
+class _ScriptedClock:
+    """perf_counter stand-in returning recorded batch times: start/stop pairs 0, t1, 0, t2, ..."""
+
+    def __init__(self, durations):
+        self.values = []
+        for d in durations:
+            self.values += [100.0, 100.0 + d]
+        self.calls = 0
+
+    def __call__(self):
+        v = self.values[self.calls]
+        self.calls += 1
+        return v
+
+
+def test_run_bench_excludes_warmup_and_first_batch_of_each_size():
+    net = load_net(default_net_path())
+    backend = CpuBackend(net)
+    position = encode_fen(STARTPOS, net.input_format)
+    cfg = BenchConfig(batches=4, start_batch_size=1, max_batch_size=3, batch_step=2)
+    warm = [0.5, 0.25]
+    size1 = [0.02, 0.001, 0.003, 0.002]
+    size3 = [0.04, 0.006, 0.005, 0.007]
+    clock = _ScriptedClock(warm + size1 + size3)
+    seen = []
+    warm_out, stats = run_bench(backend, position, cfg, seen.append, clock=clock)
+    assert clock.calls == 2 * (2 + 4 + 4)  # every batch really evaluated and timed once
+    assert warm_out == pytest.approx(warm)
+    assert [s.size for s in stats] == [1, 3] and seen == stats
+    for s, rec in zip(stats, (size1, size3)):
+        t = np.array(rec[1:])
+        assert s.first == pytest.approx(rec[0])
+        assert s.times == pytest.approx(tuple(rec[1:]))
+        assert s.mean_nps == pytest.approx(s.size * 3 / t.sum())
+        assert s.median_nps == pytest.approx(s.size / np.median(t))
+        assert s.sdev_ms == pytest.approx(1000 * t.std(ddof=1))
+
+
+class _DeviceTimedCpu(CpuBackend):
+    """A real CPU evaluation that reports a fixed 'device' time of 1 ms per position, like a GPU
+    backend's evaluate_timed would report event times; records the piece sizes it was given."""
+
+    name = "cpu-timed"
+
+    def __init__(self, net, max_batch):
+        super().__init__(net)
+        self._max = max_batch
+        self.pieces = []
+
+    @property
+    def max_batch(self):
+        return self._max
+
+    def evaluate_timed(self, planes):
+        out = self.evaluate(planes)
+        assert len(out) == len(planes)
+        self.pieces.append(len(planes))
+        return out, 0.001 * len(planes)
+
+
+def test_device_timer_is_used_and_large_batches_are_split():
+    net = load_net(default_net_path())
+    backend = _DeviceTimedCpu(net, max_batch=2)
+    assert timer_kind(backend) == "device" and timer_kind(CpuBackend(net)) == "wall"
+    position = encode_fen(STARTPOS, net.input_format)
+    timed = make_timer(backend)
+    assert timed(encode_fen(STARTPOS, net.input_format)) == pytest.approx(0.001)
+    backend.pieces.clear()
+    warm, stats = run_bench(backend, position, BenchConfig(batches=3, start_batch_size=5, max_batch_size=5))
+    assert backend.pieces == [2, 2, 1] * 5  # 2 warm-up + 3 measured batches of 5, split by max_batch 2
+    assert warm == pytest.approx([0.005, 0.005])
+    (s,) = stats
+    assert s.mean_ms == pytest.approx(5.0) and s.mean_nps == pytest.approx(1000.0) and s.sdev_ms == pytest.approx(0.0)
+
+
+def test_bench_config_ranges():
+    BenchConfig(2, 1, 1024, 256).validate()
+    for bad in (BenchConfig(batches=1), BenchConfig(max_batch_size=1025), BenchConfig(batch_step=257),
+                BenchConfig(start_batch_size=0), BenchConfig(start_batch_size=300, max_batch_size=256)):
+        with pytest.raises(ValueError):
+            bad.validate()
+    assert list(BenchConfig(start_batch_size=1, max_batch_size=4, batch_step=2).sizes()) == [1, 3]
+
+
+# ------------------------------------------------------------------------------------------------
+# Clippy
+
+
+def test_clippy_thresholds_match_lc0_formula_by_hand():
+    # ((1500 + 1000) / 2) ** 1.085 = 2291.645; 0.16947 * exp(-4.1695e-6 * 2291.645 * T) + 0.02
+    assert threshold(1500, 1000, 180) == pytest.approx(0.0503493, abs=2e-7)
+    assert threshold(1500, 1000, 15) == pytest.approx(0.1668410, abs=2e-7)
+    assert threshold(1500, 1000, 1) == pytest.approx(0.1878584, abs=2e-7)
+    # ((1600 + 1500) / 2) ** 1.085 = 2893.0
+    assert threshold(1600, 1500, 180) == pytest.approx(0.0393104, abs=2e-7)
+    assert threshold(1600, 1500, 15) == pytest.approx(0.1614114, abs=2e-7)
+
+
+def test_clippy_picks_on_a_synthetic_table():
+    c = Clippy()
+    # size 1: every pick starts at (1, 0 nps): 0 < 1000 accepts it everywhere
+    assert c.update(1, 1000.0, now=0.0)
+    assert c.recommendations == {"tournament": 1, "rapid": 1, "bullet": 1}
+    # size 2, 1500 nps: gain (1500-1000)*1 = 500 beats 0.0503*1*1000, 0.1668*1000, 0.1879*1000
+    assert c.update(2, 1500.0, now=1.0)
+    assert c.recommendations == {"tournament": 2, "rapid": 2, "bullet": 2}
+    # size 4, 1600 nps: gain 100*2 = 200; tournament 0.0393*2*1500 = 118 < 200 accepts,
+    # rapid 0.1614*2*1500 = 484 > 200 rejects (and bullet, nested inside, is not tried)
+    assert c.update(4, 1600.0, now=2.0)
+    assert c.recommendations == {"tournament": 4, "rapid": 2, "bullet": 2}
+    # a slower size changes nothing
+    assert not c.update(5, 1550.0, now=3.0)
+    assert c.recommendations == {"tournament": 4, "rapid": 2, "bullet": 2}
+
+
+def _clippy_by_formula(table):
+    """Independent double-precision transcription of lc0's rule (facts §8)."""
+    best, best_nps = [1, 1, 1], [0.0, 0.0, 0.0]
+    for i, nps in table:
+        thr = [0.16947 * math.exp(-4.1695e-6 * ((nps + best_nps[k]) / 2) ** 1.085 * T) + 0.02
+               for k, T in enumerate((180, 15, 1))]
+        ok = [thr[k] * (i - best[k]) * best_nps[k] < (nps - best_nps[k]) * best[k] for k in range(3)]
+        if nps > best_nps[0] and ok[0]:
+            best[0], best_nps[0] = i, nps
+            if ok[1]:
+                best[1], best_nps[1] = i, nps
+                if ok[2]:
+                    best[2], best_nps[2] = i, nps
+    return best
+
+
+@pytest.mark.parametrize("table, expected", [
+    ([(i, 40000 * i / (i + 24)) for i in range(1, 257)], [256, 256, 147]),
+    ([(i, 4000 * i / (i + 6)) for i in range(1, 65)], [64, 40, 26]),
+    ([(i, 30000 * i / (i + 40) * (0.8 if i % 7 == 0 else 1.0)) for i in range(8, 520, 8)], None),
+])
+def test_clippy_follows_lc0_formula_on_saturating_curves(table, expected):
+    c = Clippy()
+    for i, nps in table:
+        c.update(i, nps, now=0.0)
+    want = _clippy_by_formula(table)
+    if expected is not None:
+        assert want == expected
+    assert [c.best[0], c.best[1], c.best[2]] == want
+
+
+def test_clippy_interim_after_ten_seconds_pending():
+    c = Clippy()
+    c.update(1, 100.0, now=50.0)
+    assert not c.interim_due(now=59.0)
+    assert c.interim_due(now=60.5)
+    assert not c.interim_due(now=61.0)  # shown once, until a new best arrives
+    box = c.box(final=True)
+    assert "Recommended minibatch-size for this net:" in box
+    assert "3min/move (Tournament):    1" in box and "1s/move   (Bullet):        1" in box
+
+
+# ------------------------------------------------------------------------------------------------
+# the table
+
+
+def test_row_format_is_lc0s():
+    s = size_stats(64, 0.0123456, [0.004, 0.0041, 0.0039])
+    row = report.format_row(s)
+    # size %4d, mean nps %9.0f, mean ms 4 significant digits in 8, sdev %7.4f, cv %7.4f,
+    # max/median/min nps %8.0f, first max %10.4f, first mean %11.4f
+    assert row == "  64,    16000,       4, 0.1000, 0.0250,   16410,   16000,   15610,   12.3456,    12.3456"
+    assert len(report.HEADER.split(",")) == 10
+    assert [len(c) for c in report.HEADER.split(",")] == [len(c) for c in row.split(",")]
+
+
+def test_header_every_32_sizes_or_once():
+    stats = [size_stats(i, 0.01, [0.001 * i, 0.001 * i]) for i in range(3, 3 + 2 * 70, 2)]
+    lines = report.format_table(stats, start=3, step=2).splitlines()
+    assert [k for k, line in enumerate(lines) if line == report.HEADER] == [0, 33, 66]
+    assert len(lines) == 70 + 3
+    once = report.format_table(stats, start=3, step=2, header_only_once=True).splitlines()
+    assert once.count(report.HEADER) == 1 and once[0] == report.HEADER and len(once) == 71
+
+
+def test_csv_and_json_files(tmp_path):
+    stats = [size_stats(i, 0.02, [0.001 * i + 1e-4 * k for k in range(5)]) for i in (1, 2, 4)]
+    report.write_csv(tmp_path / "b.csv", stats)
+    rows = list(csv.reader(open(tmp_path / "b.csv")))
+    assert rows[0] == report.COLUMNS
+    for r, s in zip(rows[1:], stats):
+        got = [float(x) for x in r]
+        t = np.array(s.times)
+        want = [s.size, s.size * 5 / t.sum(), t.mean() * 1000, t.std(ddof=1) * 1000, t.std(ddof=1) / t.mean(),
+                s.size / t.min(), s.size / np.median(t), s.size / t.max(), 20.0, 20.0]
+        assert got == pytest.approx(want, rel=1e-12)
+    report.write_json(tmp_path / "b.json", {"backend": "cpu"}, [0.1, 0.2], stats, {"tournament": 4})
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert doc["backend"] == "cpu" and doc["clippy"] == {"tournament": 4}
+    assert doc["warmup_ms"] == pytest.approx([100.0, 200.0])
+    assert [d["size"] for d in doc["sizes"]] == [1, 2, 4]
+    assert doc["sizes"][2]["times_ms"] == pytest.approx([4.0, 4.1, 4.2, 4.3, 4.4])
+
+
+def test_plot_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    stats = [size_stats(i, 0.02, [0.001 * i + 1e-4 * k for k in range(5)]) for i in range(1, 20, 3)]
+    report.write_plot(tmp_path / "b.png", stats, title="test")
+    data = (tmp_path / "b.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+
+
+def _run(args, script=None):
+    cmd = [sys.executable, str(script)] if script else [sys.executable, "-m", "lc0_rocm.cli", "backendbench"]
+    return subprocess.run(cmd + args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def _table_rows(stdout):
+    return [line for line in stdout.splitlines() if line and line[0] in " 0123456789" and line.count(",") == 9]
+
+
+def test_cli_end_to_end_cpu(tmp_path):
+    p = _run(["--backend", "cpu", "--batches", "3", "--max-batch-size", "4", "--batch-step", "2", "--clippy",
+              "--csv", str(tmp_path / "t.csv"), "--json", str(tmp_path / "t.json")])
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == report.HEADER
+    rows = _table_rows(p.stdout)
+    assert len(rows) == 2 and lines[1:3] == rows
+    assert [int(r.split(",")[0]) for r in rows] == [1, 3]
+    assert "Recommended minibatch-size for this net:" in p.stdout
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["timer"] == "wall" and doc["backend"] == "cpu" and doc["batches"] == 3
+    assert len(doc["warmup_ms"]) == 2
+    for row, d in zip(rows, doc["sizes"]):
+        t = np.array(d["times_ms"])
+        assert len(t) == 2  # 3 batches, the first excluded
+        assert float(row.split(",")[1]) == pytest.approx(d["size"] * 2 / t.sum() * 1000, abs=0.5)
+        assert d["mean_nps"] == pytest.approx(d["size"] * 2 / t.sum() * 1000, rel=1e-9)
+    assert set(doc["clippy"]) == {"tournament", "rapid", "bullet"}
+    with open(tmp_path / "t.csv") as f:
+        assert len(list(csv.reader(f))) == 3
+
+
+def test_tools_script_header_only_once():
+    p = _run(["-b", "cpu", "--batches", "2", "--start-batch-size", "2", "--max-batch-size", "2"],
+             script=ROOT / "tools" / "backendbench.py")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[0] == report.HEADER and len(_table_rows(p.stdout)) == 1
+
+
+@pytest.mark.parametrize("args", [
+    ["--max-batch-size", "2000"],
+    ["--batch-step", "0"],
+    ["--batches", "1"],
+    ["--batches", "many"],
+    ["--start-batch-size", "8", "--max-batch-size", "4"],
+    ["--fen", "not a fen"],
+    ["--weights", "/nonexistent/net.pb.gz"],
+    ["--backend", "nosuch"],
+    ["--backend-opts", "garbage"],
+    ["--csv", "/nonexistent/dir/out.csv"],
+], ids=lambda a: " ".join(a))
+def test_bad_arguments_give_one_line_error(args):
+    p = _run(["--backend", "cpu", "--batches", "2", "--max-batch-size", "2"] + args)
+    assert p.returncode == 1
+    assert p.stdout == ""
+    err = p.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("lc0-rocm: error:"), p.stderr
+
+
+def test_plot_without_matplotlib_is_one_line_error(tmp_path):
+    try:
+        import matplotlib  # noqa: F401
+
+        pytest.skip("matplotlib is installed")
+    except ImportError:
+        pass
+    p = _run(["--backend", "cpu", "--batches", "2", "--max-batch-size", "1", "--plot", str(tmp_path / "x.png")])
+    assert p.returncode == 1 and p.stderr.strip() == "lc0-rocm: error: --plot needs matplotlib: pip install 'lc0-rocm[plot]'"
+    assert not (tmp_path / "x.png").exists()
