@@ -17,15 +17,21 @@ from .codec import LINEAR16, decode_layer, encoding_number, fill_layer
 _LAYER = "pblczero.Weights.Layer"
 
 
+def _is_repeated(fd) -> bool:
+    flag = getattr(fd, "is_repeated", None)  # protobuf >= 6; older versions only have `label`
+    return bool(flag) if flag is not None else fd.label == 3
+
+
 def iter_layers(msg, path: str = ""):
     """Yield (dotted path, Layer message) for every set Layer inside `msg`, in field order."""
     for fd, value in msg.ListFields():
         if fd.message_type is None:
             continue
-        items = value if fd.label == fd.LABEL_REPEATED else [value]
+        repeated = _is_repeated(fd)
+        items = value if repeated else [value]
         for i, item in enumerate(items):
             p = f"{path}.{fd.name}" if path else fd.name
-            if fd.label == fd.LABEL_REPEATED:
+            if repeated:
                 p = f"{p}[{i}]"
             if fd.message_type.full_name == _LAYER:
                 yield p, item
