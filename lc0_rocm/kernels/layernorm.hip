@@ -1,0 +1,55 @@
+// layernorm.hip — LayerNorm fused with what precedes and follows it in an Lc0 net.
+//
+// layernorm_{f32,f16}(x, bias, skip, out, gamma, beta, gate_mul, gate_add, C, alpha, eps, act)
+//   Per row r of [rows, C] (all tensors row-major, row stride C):
+//     v   = act(x[r] + bias)            bias [C] or null (the previous GEMM's bias), act by code
+//     v   = alpha * v + skip[r]         only when skip is non-null (the residual connection)
+//     y   = (v - mean(v)) / sqrt(var(v) + eps) * gamma + beta      population variance, float math
+//     y   = y * gate_mul[r % 64] + gate_add[r % 64]                only when gate_mul is non-null
+//                                                                  (gates are [64, C] square-major)
+//     out[r] = y
+//   `out` may alias `x` or `skip` (each row is read completely before it is written).
+//   Launch: grid = rows, block = a multiple of warpSize (<= 1024), dynamic shared = C * 4 bytes.
+#include "nn.h"
+
+extern __shared__ float ln_row[];
+
+template <typename T>
+__device__ void layernorm_impl(const T* x, const T* bias, const T* skip, T* out, const T* gamma, const T* beta,
+                               const T* gate_mul, const T* gate_add, int C, float alpha, float eps, int act) {
+    __shared__ float scratch[64];
+    const long long row = blockIdx.x;
+    const T* xr = x + row * C;
+    float sum = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float v = nn_f(xr[c]);
+        if (bias != nullptr) v += nn_f(bias[c]);
+        v = nn_act(v, act);
+        if (skip != nullptr) v = alpha * v + nn_f(skip[row * C + c]);
+        ln_row[c] = v;
+        sum += v;
+    }
+    const float mean = nn_block_sum(sum, scratch) / (float)C;
+    float sq = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {  // each thread reads back only what it wrote
+        float d = ln_row[c] - mean;
+        sq += d * d;
+    }
+    const float var = nn_block_sum(sq, scratch) / (float)C;
+    const float rstd = 1.0f / sqrtf(var + eps);
+    const int s = (int)(row & 63);
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float y = (ln_row[c] - mean) * rstd * nn_f(gamma[c]) + nn_f(beta[c]);
+        if (gate_mul != nullptr) y = y * nn_f(gate_mul[s * C + c]) + nn_f(gate_add[s * C + c]);
+        out[row * C + c] = nn_t<T>(y);
+    }
+}
+
+#define ENTRY(T, sfx)                                                                                    \
+    extern "C" __global__ void layernorm##sfx(const T* x, const T* bias, const T* skip, T* out,          \
+                                              const T* gamma, const T* beta, const T* gate_mul,          \
+                                              const T* gate_add, int C, float alpha, float eps, int act) { \
+        layernorm_impl<T>(x, bias, skip, out, gamma, beta, gate_mul, gate_add, C, alpha, eps, act);      \
+    }
+ENTRY(float, _f32)
+ENTRY(__half, _f16)
