@@ -298,10 +298,12 @@ def test_cli_end_to_end_cpu(tmp_path):
 
 
 def test_tools_script_header_only_once():
-    p = _run(["-b", "cpu", "--batches", "2", "--start-batch-size", "2", "--max-batch-size", "2"],
+    p = _run(["-b", "cpu", "--batches", "2", "--start-batch-size", "2", "--max-batch-size", "2", "--header-only-once=true",
+              "--clippy=false"],
              script=ROOT / "tools" / "backendbench.py")
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[0] == report.HEADER and len(_table_rows(p.stdout)) == 1
+    assert "Recommended" not in p.stdout
 
 
 @pytest.mark.parametrize("args", [
@@ -315,6 +317,7 @@ def test_tools_script_header_only_once():
     ["--backend", "nosuch"],
     ["--backend-opts", "garbage"],
     ["--csv", "/nonexistent/dir/out.csv"],
+    ["--clippy=maybe"],
 ], ids=lambda a: " ".join(a))
 def test_bad_arguments_give_one_line_error(args):
     p = _run(["--backend", "cpu", "--batches", "2", "--max-batch-size", "2"] + args)

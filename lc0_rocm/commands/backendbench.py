@@ -19,6 +19,16 @@ def _one_line_error(message: str):
     sys.exit(1)
 
 
+def _bool(value: str) -> bool:
+    """lc0's boolean flags also take a value: --clippy, --clippy=true, --clippy=false."""
+    v = value.lower()
+    if v in ("true", "1", "yes", "on"):
+        return True
+    if v in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     from ..default_net import default_net_path
 
@@ -31,8 +41,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-batch-size", type=int, default=256, help="largest batch size, at most 1024 (default: 256)")
     parser.add_argument("--batch-step", type=int, default=1, help="batch size step, at most 256 (default: 1)")
     parser.add_argument("--fen", default=STARTPOS_FEN, help="position to evaluate (default: the start position)")
-    parser.add_argument("--clippy", action="store_true", help="recommend minibatch sizes, as lc0's Clippy does")
-    parser.add_argument("--header-only-once", action="store_true", help="print the table header only once")
+    parser.add_argument("--clippy", nargs="?", const=True, default=False, type=_bool, metavar="true|false",
+                        help="recommend minibatch sizes, as lc0's Clippy does")
+    parser.add_argument("--header-only-once", nargs="?", const=True, default=False, type=_bool, metavar="true|false",
+                        help="print the table header only once")
     parser.add_argument("--csv", metavar="FILE", help="also write the table as a CSV file")
     parser.add_argument("--json", metavar="FILE", help="also write every measurement as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="also plot nps and ms per batch (needs lc0-rocm[plot])")
