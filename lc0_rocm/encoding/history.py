@@ -153,7 +153,9 @@ class History:
 
     @property
     def board(self) -> chess.Board:
-        """The current position as a python-chess board (with its move stack). Do not mutate."""
+        """The current position as a python-chess board. Do not mutate. Its move stack is only
+        complete for Histories made by `parse_position`/`from_board`; after `push` it may be empty
+        (the History itself is the record of the game)."""
         if self._board is None:
             raise ValueError("this History was built without a board")
         return self._board
@@ -161,9 +163,10 @@ class History:
     def push(self, move: chess.Move, board_after: Optional[chess.Board] = None) -> "History":
         """New History one move longer (the move must be legal; not checked here).
 
-        Pass `board_after` (the board after the move) to skip copying the current board."""
+        Pass `board_after` (the board after the move) to skip copying the current board; otherwise
+        the board is copied without its move stack (a stack copy costs ~100 us in python-chess)."""
         if board_after is None:
-            board_after = self.board.copy()
+            board_after = self.board.copy(stack=False)
             board_after.push(move)
         h = History.__new__(History)
         h.last = PositionState.from_board(board_after, self.last)

@@ -78,7 +78,7 @@ def choose_transform(masks: np.ndarray, castling: int) -> int:
     """lc0's ChooseTransform (§6.4) from the current position's 12 piece masks (STM frame)."""
     if castling:
         return 0
-    m = [int(x) for x in masks[:12]]
+    m = masks[:12].tolist()
     king = m[5]
     t = 0
     if king & 0x0F0F0F0F0F0F0F0F:

@@ -222,17 +222,20 @@ def legal_move_indices(board: chess.Board, transform: int = 0,
     """All legal moves of `board` (python-chess form) and their policy indices (int32 array)."""
     table, promo = _abs_tables(board.turn == chess.BLACK, transform, bool(bug_compatible_v032))
     moves = list(board.legal_moves)
+    if not moves:
+        return moves, np.zeros(0, dtype=np.int32)
     king = board.king(board.turn)
     c960 = board.chess960
-    out = []
-    for m in moves:
-        a, b, p = m.from_square, m.to_square, m.promotion
-        if p is not None and p != chess.KNIGHT:
-            out.append(promo[(a, b, p)])
-        else:
-            if a == king and not c960 and (b - a == 2 or a - b == 2):
-                b = (b & ~7) | (7 if b > a else 0)
-            out.append(table[a * 64 + b])
+    out = [table[m.from_square * 64 + m.to_square] for m in moves]
+    for k, m in enumerate(moves):
+        a = m.from_square
+        if m.promotion is not None:
+            if m.promotion != chess.KNIGHT:
+                out[k] = promo[(a, m.to_square, m.promotion)]
+        elif a == king and not c960:
+            b = m.to_square
+            if b - a == 2 or a - b == 2:
+                out[k] = table[a * 64 + ((b & ~7) | (7 if b > a else 0))]
     return moves, np.array(out, dtype=np.int32)
 
 

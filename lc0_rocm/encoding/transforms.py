@@ -77,8 +77,11 @@ def _byte_tables(smap) -> list[list[int]]:
 
 
 _BYTE_TABLES = [None] + [_byte_tables(SQUARE_MAPS[t]) for t in range(1, 8)]
-# Inverse permutation per transform: result bit j comes from source bit _SRC[t][j].
-_SRC = [np.argsort(np.array(SQUARE_MAPS[t])) for t in range(8)]
+# Same tables as numpy [8, 256] uint64 arrays for the vectorised path.
+_NP_TABLES = [None] + [np.array(_BYTE_TABLES[t], dtype=np.uint64) for t in range(1, 8)]
+_RANKS = np.arange(8)
+# Bit reversal of a byte (= Flip of one rank).
+_REV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint8)
 
 
 def transform_bitboard(bb: int, t: int) -> int:
@@ -98,12 +101,17 @@ def transform_bitboards(arr: np.ndarray, t: int) -> np.ndarray:
     arr = np.ascontiguousarray(arr, dtype=np.uint64)
     if t == 0:
         return arr.copy()
-    shape = arr.shape
-    bits = np.unpackbits(arr.reshape(-1, 1).view(np.uint8), axis=1, bitorder="little")
-    if arr.dtype.byteorder == ">":  # pragma: no cover - big-endian hosts
-        raise NotImplementedError("big-endian hosts are not supported")
-    out = np.packbits(bits[:, _SRC[t]], axis=1, bitorder="little")
-    return np.ascontiguousarray(out).view(np.uint64).reshape(shape)
+    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and np.little_endian is False):
+        raise NotImplementedError("big-endian hosts are not supported")  # pragma: no cover
+    flat = arr.reshape(-1)
+    if t & FLIP:
+        flat = _REV8[flat.view(np.uint8)].view(np.uint64)
+    if t & MIRROR:
+        flat = flat.byteswap()
+    if t & TRANSPOSE:
+        by = flat.view(np.uint8).reshape(-1, 8)
+        flat = np.bitwise_or.reduce(_NP_TABLES[TRANSPOSE][_RANKS, by], axis=1)
+    return flat.reshape(arr.shape)
 
 
 def reverse_bytes(bb: int) -> int:
