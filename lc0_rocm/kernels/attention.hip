@@ -33,14 +33,14 @@ __device__ void mha_impl(const T* qkv, int ld_qkv, int dm, int heads, const T* b
     for (int e = i; e < 64 * D; e += 64) {
         const int r = e / D, d = e % D;
         const T* row = tok + (long long)r * ld_qkv + h * D + d;
-        ks[e] = nn_f(row[dm]);
-        vs[e] = nn_f(row[2 * dm]);
+        ks[e] = lc0_load(row + dm);
+        vs[e] = lc0_load(row + (2 * dm));
     }
     if (bias != nullptr) {
         const T* bt = bias + (b * heads + h) * 4096;
         for (int e = i; e < 4096; e += 64) {
             const int r = e >> 6, c = e & 63;
-            lg[r * 64 + ((c + r) & 63)] = nn_f(bt[e]);
+            lg[r * 64 + ((c + r) & 63)] = lc0_load(bt + e);
         }
     } else {
         for (int e = i; e < 4096; e += 64) lg[e] = 0.0f;
@@ -48,7 +48,7 @@ __device__ void mha_impl(const T* qkv, int ld_qkv, int dm, int heads, const T* b
     float q[D];
     const T* qrow = tok + (long long)i * ld_qkv + h * D;
 #pragma unroll
-    for (int d = 0; d < D; ++d) q[d] = nn_f(qrow[d]) * scale;
+    for (int d = 0; d < D; ++d) q[d] = lc0_load(qrow + d) * scale;
     __syncthreads();
 
     float mx = -3.0e38f;
@@ -79,7 +79,7 @@ __device__ void mha_impl(const T* qkv, int ld_qkv, int dm, int heads, const T* b
     T* o = out + b * 64 * (long long)ld_out + h * D;
     for (int e = i; e < 64 * D; e += 64) {
         const int r = e / D, d = e % D;
-        o[(long long)r * ld_out + d] = nn_t<T>(ks[e]);
+        lc0_store(o + ((long long)r * ld_out + d), ks[e]);
     }
 }
 

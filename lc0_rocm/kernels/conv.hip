@@ -26,9 +26,9 @@ __device__ void im2col3x3_impl(const T* x, T* cols, int n, int C) {
     const int k = col / C, c = col % C;
     const int s = (int)(row & 63);
     const int r = (s >> 3) + k / 3 - 1, f = (s & 7) + k % 3 - 1;
-    T v = nn_t<T>(0.0f);
-    if (r >= 0 && r < 8 && f >= 0 && f < 8) v = x[(row - s + r * 8 + f) * C + c];
-    cols[idx] = v;
+    float v = 0.0f;
+    if (r >= 0 && r < 8 && f >= 0 && f < 8) v = lc0_load(x + ((row - s + r * 8 + f) * C + c));
+    lc0_store(cols + idx, v);
 }
 
 template <typename T>
@@ -39,21 +39,21 @@ __device__ void se_pool_impl(const T* z, T* pooled, int n, int C) {
     const int c = (int)(idx % C);
     const T* zb = z + b * 64 * C + c;
     float sum = 0.0f;
-    for (int s = 0; s < 64; ++s) sum += nn_f(zb[(long long)s * C]);
-    pooled[idx] = nn_t<T>(sum * (1.0f / 64.0f));
+    for (int s = 0; s < 64; ++s) sum += lc0_load(zb + ((long long)s * C));
+    lc0_store(pooled + idx, sum * (1.0f / 64.0f));
 }
 
 template <typename T>
 __device__ void residual_impl(const T* z, const T* skip, const T* se, T* out, int n, int C, int act) {
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long long)n * 64 * C) return;
-    float v = nn_f(z[idx]);
+    float v = lc0_load(z + idx);
     if (se != nullptr) {
         const long long b = idx / (64LL * C);
         const int c = (int)(idx % C);
-        v = nn_sigmoid(nn_f(se[b * 2 * C + c])) * v + nn_f(se[b * 2 * C + C + c]);
+        v = nn_sigmoid(lc0_load(se + (b * 2 * C + c))) * v + lc0_load(se + (b * 2 * C + C + c));
     }
-    out[idx] = nn_t<T>(nn_act(v + nn_f(skip[idx]), act));
+    lc0_store(out + idx, nn_act(v + lc0_load(skip + idx), act));
 }
 
 #define ENTRY(T, sfx)                                                                                      \

@@ -12,7 +12,7 @@ __device__ void gate_impl(T* x, const T* gate_mul, const T* gate_add, int rows, 
     if (idx >= (long long)rows * C) return;
     int c = (int)(idx % C);
     int s = (int)((idx / C) & 63);
-    x[idx] = nn_t<T>(nn_f(x[idx]) * nn_f(gate_mul[s * C + c]) + nn_f(gate_add[s * C + c]));
+    lc0_store(x + idx, lc0_load(x + idx) * lc0_load(gate_mul + (s * C + c)) + lc0_load(gate_add + (s * C + c)));
 }
 
 #define ENTRY(T, sfx)                                                                                     \

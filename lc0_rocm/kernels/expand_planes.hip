@@ -38,11 +38,11 @@ __device__ void expand_planes_impl(const unsigned long long* masks, const float*
     if (col < 112) {
         unsigned long long m = masks[b * 112 + col];
         v = ((m >> s) & 1ull) ? values[b * 112 + col] : 0.0f;
-        if (vec12 != nullptr && col < 12) vec12[b * 768 + s * 12 + col] = nn_t<T>(v);
+        if (vec12 != nullptr && col < 12) lc0_store(vec12 + (b * 768 + s * 12 + col), v);
     } else {
         v = pos_encoding(s, col - 112);
     }
-    out[row * ld + col] = nn_t<T>(v);
+    lc0_store(out + (row * ld + col), v);
 }
 
 template <typename T>

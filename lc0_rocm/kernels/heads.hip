@@ -15,7 +15,7 @@ __device__ void head_outputs_impl(const T* v, int ld_v, int wdl, const T* m, int
     float* o = out + b * 5;
     const T* vb = v + b * ld_v;
     if (wdl) {
-        const float w = nn_f(vb[0]), d = nn_f(vb[1]), l = nn_f(vb[2]);
+        const float w = lc0_load(vb), d = lc0_load(vb + 1), l = lc0_load(vb + 2);
         const float mx = fmaxf(w, fmaxf(d, l));
         const float ew = expf(w - mx), ed = expf(d - mx), el = expf(l - mx);
         const float inv = 1.0f / (ew + ed + el);
@@ -25,9 +25,9 @@ __device__ void head_outputs_impl(const T* v, int ld_v, int wdl, const T* m, int
         o[3] = o[0] - o[2];
     } else {
         o[0] = o[1] = o[2] = 0.0f;
-        o[3] = tanhf(nn_f(vb[0]));
+        o[3] = tanhf(lc0_load(vb));
     }
-    o[4] = m != nullptr ? fmaxf(nn_f(m[b * ld_m]), 0.0f) : 0.0f;
+    o[4] = m != nullptr ? fmaxf(lc0_load(m + (b * ld_m)), 0.0f) : 0.0f;
 }
 
 #define ENTRY(T, sfx)                                                                                    \

@@ -22,26 +22,26 @@ __device__ void layernorm_impl(const T* x, const T* bias, const T* skip, T* out,
     const T* xr = x + row * C;
     float sum = 0.0f;
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
-        float v = nn_f(xr[c]);
-        if (bias != nullptr) v += nn_f(bias[c]);
+        float v = lc0_load(xr + c);
+        if (bias != nullptr) v += lc0_load(bias + c);
         v = nn_act(v, act);
-        if (skip != nullptr) v = alpha * v + nn_f(skip[row * C + c]);
+        if (skip != nullptr) v = alpha * v + lc0_load(skip + (row * C + c));
         ln_row[c] = v;
         sum += v;
     }
-    const float mean = nn_block_sum(sum, scratch) / (float)C;
+    const float mean = lc0_block_sum(sum, scratch) / (float)C;
     float sq = 0.0f;
     for (int c = threadIdx.x; c < C; c += blockDim.x) {  // each thread reads back only what it wrote
         float d = ln_row[c] - mean;
         sq += d * d;
     }
-    const float var = nn_block_sum(sq, scratch) / (float)C;
+    const float var = lc0_block_sum(sq, scratch) / (float)C;
     const float rstd = 1.0f / sqrtf(var + eps);
     const int s = (int)(row & 63);
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
-        float y = (ln_row[c] - mean) * rstd * nn_f(gamma[c]) + nn_f(beta[c]);
-        if (gate_mul != nullptr) y = y * nn_f(gate_mul[s * C + c]) + nn_f(gate_add[s * C + c]);
-        out[row * C + c] = nn_t<T>(y);
+        float y = (ln_row[c] - mean) * rstd * lc0_load(gamma + c) + lc0_load(beta + c);
+        if (gate_mul != nullptr) y = y * lc0_load(gate_mul + (s * C + c)) + lc0_load(gate_add + (s * C + c));
+        lc0_store(out + (row * C + c), y);
     }
 }
 

@@ -39,12 +39,12 @@ __device__ void attention_policy_impl(const T* qk, int pdm, const T* ppo, const 
         for (int e = t; e < 64 * 32; e += 256) {
             const int r = e >> 5, kk = e & 31;
             const T* row = base + r * ld + k0 + kk;
-            qs[r][kk] = kk < kw ? nn_f(row[0]) : 0.0f;
-            ks[r][kk] = kk < kw ? nn_f(row[pdm]) : 0.0f;
+            qs[r][kk] = kk < kw ? lc0_load(row) : 0.0f;
+            ks[r][kk] = kk < kw ? lc0_load(row + pdm) : 0.0f;
         }
         if (t < 128) {
             const int c = t >> 5, kk = t & 31;
-            ps[c][kk] = kk < kw ? nn_f(ppo[c * pdm + k0 + kk]) : 0.0f;
+            ps[c][kk] = kk < kw ? lc0_load(ppo + (c * pdm + k0 + kk)) : 0.0f;
         }
         __syncthreads();
 #pragma unroll 8
@@ -91,7 +91,7 @@ __device__ void policy_gather_impl(const T* x, int stride, const int* idx, float
     if (e >= (long long)n * 1858) return;
     const long long b = e / 1858;
     const int m = (int)(e % 1858);
-    out[e] = nn_f(x[b * stride + idx[m]]);
+    out[e] = lc0_load(x + (b * stride + idx[m]));
 }
 
 #define ENTRY(T, sfx)                                                                                      \
