@@ -1,0 +1,103 @@
+"""Streams and events: ordering work on the GPU and timing it.
+
+`Stream` wraps a non-blocking hipStream_t; `Event` a hipEvent_t (timing on by default). `time_ms` runs a
+callable between two events and returns the median milliseconds over repeats (after warm-ups).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Callable
+
+from .hiperr import hip_call
+
+_STREAM_NON_BLOCKING = 1  # hipStreamNonBlocking
+_EVENT_DISABLE_TIMING = 2  # hipEventDisableTiming
+
+
+class Stream:
+    """A HIP stream; `handle` is what hip-python functions take, `ptr` its address."""
+
+    def __init__(self, device=None):
+        if device is not None:
+            device.make_current()
+        self.handle = None
+        self.handle = hip_call("hipStreamCreateWithFlags", _STREAM_NON_BLOCKING)
+
+    @property
+    def ptr(self) -> int:
+        return int(self.handle)
+
+    def synchronize(self) -> None:
+        hip_call("hipStreamSynchronize", self.handle)
+
+    def wait(self, event: "Event") -> None:
+        """Work queued on this stream after this call waits for `event`."""
+        hip_call("hipStreamWaitEvent", self.handle, event.handle, 0)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            hip_call("hipStreamDestroy", self.handle)
+            self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Event:
+    """A HIP event; `elapsed_ms(later)` needs both events recorded and `timing=True`."""
+
+    def __init__(self, timing: bool = True):
+        self.handle = None
+        self.handle = hip_call("hipEventCreateWithFlags", 0 if timing else _EVENT_DISABLE_TIMING)
+
+    def record(self, stream: Stream | None = None) -> "Event":
+        hip_call("hipEventRecord", self.handle, None if stream is None else stream.handle)
+        return self
+
+    def synchronize(self) -> None:
+        hip_call("hipEventSynchronize", self.handle)
+
+    def query(self) -> bool:
+        """True when all work before the record has finished (hipErrorNotReady -> False)."""
+        from .hiperr import hip_modules
+
+        status = hip_modules()["hip"].hipEventQuery(self.handle)[0]
+        code = int(status.value)
+        if code == 600:  # hipErrorNotReady
+            return False
+        if code != 0:
+            hip_call("hipEventQuery", self.handle)  # raises with the name
+        return True
+
+    def elapsed_ms(self, later: "Event") -> float:
+        return float(hip_call("hipEventElapsedTime", self.handle, later.handle))
+
+    def close(self) -> None:
+        if self.handle is not None:
+            hip_call("hipEventDestroy", self.handle)
+            self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def time_ms(fn: Callable[[], object], stream: Stream, repeat: int = 20, warmup: int = 3) -> float:
+    """Median milliseconds of `fn()` (which queues work on `stream`), timed with events per repeat."""
+    for _ in range(warmup):
+        fn()
+    stream.synchronize()
+    starts = [Event() for _ in range(repeat)]
+    ends = [Event() for _ in range(repeat)]
+    for s, e in zip(starts, ends):
+        s.record(stream)
+        fn()
+        e.record(stream)
+    ends[-1].synchronize()
+    return statistics.median(s.elapsed_ms(e) for s, e in zip(starts, ends))
