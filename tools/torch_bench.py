@@ -426,18 +426,20 @@ def make_runner(model, mode: str, compile_mode: str, dynamic: bool):
     return compiled
 
 
-def time_calls(fn, inputs, reps: int, device, transfers: bool, host_inputs=None) -> list[float]:
-    """Seconds per call: CUDA events around each call (synchronised each time) or the wall clock."""
+def time_calls(fn, inputs, reps: int, device, transfers: bool, host_inputs=None, wall=None) -> list[float]:
+    """Seconds per call: CUDA events around each call (synchronised each time) or the wall clock.
+
+    With `wall` (a list), the wall-clock seconds of each call (until synchronised) are appended to it.
+    """
     import torch
 
     cuda = device.type == "cuda"
     times = []
     for _ in range(reps):
+        t0 = time.perf_counter()
         if cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-        else:
-            t0 = time.perf_counter()
         if transfers:
             args = tuple(h.to(device, non_blocking=True) for h in host_inputs)
             out = fn(*args)
@@ -450,6 +452,8 @@ def time_calls(fn, inputs, reps: int, device, transfers: bool, host_inputs=None)
             times.append(start.elapsed_time(end) / 1000.0)
         else:
             times.append(time.perf_counter() - t0)
+        if wall is not None:
+            wall.append(time.perf_counter() - t0)
     return times
 
 
@@ -584,13 +588,16 @@ def _main(args) -> int:
                     raise BenchError(f"{mode} outputs at batch size {size} differ from the numpy reference: {msg}")
                 if args.warmup > 1:
                     time_calls(runner, inputs, args.warmup - 1, device, args.transfers, host_inputs)
-                times = time_calls(runner, inputs, args.reps, device, args.transfers, host_inputs)
+                wall = []
+                times = time_calls(runner, inputs, args.reps, device, args.transfers, host_inputs, wall)
                 row = summarize(size, times)
+                row["wall_median_ms"] = statistics.median(wall) * 1000.0
                 row["first_call_s"] = first_s
                 rows.append(row)
                 print(
                     f"{mode:>15} {size:5d}: median {row['median_ms']:9.4f} ms  {row['median_nps']:10.0f} nps"
-                    f"  (min {row['min_ms']:.4f}, max {row['max_ms']:.4f} ms; first call {first_s:.2f} s)",
+                    f"  (min {row['min_ms']:.4f}, max {row['max_ms']:.4f}, wall {row['wall_median_ms']:.4f} ms;"
+                    f" first call {first_s:.2f} s)",
                     flush=True,
                 )
             result["results"][mode] = rows
