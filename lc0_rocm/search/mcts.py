@@ -1,0 +1,955 @@
+"""PUCT Monte-Carlo tree search as lc0's classic search does it, on any `Backend`.
+
+One `Search` runs one `go`: in its own thread it repeats
+  1. gather a minibatch of leaves: descend from the root by PUCT, adding a visit "in flight" on the
+     way (virtual loss), until MinibatchSize new positions wait for the network; terminal positions
+     and NN-cache hits are backed up at once;
+  2. while the backend (on the `NNEvaluator`'s worker thread) evaluates that batch, gather the next
+     one; then expand the evaluated leaves and back their values up to the root;
+  3. ask the `Stopper` (time, nodes, depth, smart pruning) whether to stop; send `info` lines.
+
+PUCT (lc0 defaults): a child's score is Q + U with U = cpuct(N) * sqrt(N_children) * P / (1 + n),
+cpuct(N) = CPuct + CPuctFactor * ln((N + CPuctBase) / CPuctBase); an unvisited child's Q is the
+first-play-urgency value parent_Q - FpuValue * sqrt(sum of visited priors). Priors are the policy
+softmax over the legal moves with PolicyTemperature (lc0's FastExp), stored with lc0's 16-bit
+rounding and sorted high to low. With a moves-left head, lc0's M utility (prefer short wins, long
+losses) is added once |Q| > 0.8.
+
+Terminal positions follow lc0's ExtendNode: checkmate and stalemate everywhere; below the root also
+insufficient material, the 50-move rule, a threefold repetition, and a two-fold repetition whose
+first occurrence lies inside the search (TwoFoldDraws); proven wins and losses propagate as bounds.
+
+The best move is the most visited root child (shorter proven win / longer proven loss first; equal
+visits: higher Q, then higher prior), so `go nodes 1` plays the move of highest prior, like lc0.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import chess
+import numpy as np
+
+from ..backends.base import Backend, NetOutputs
+from ..encoding.history import History, PositionState
+from ..encoding.packed import NUM_PLANES, PackedPlanes
+from ..encoding.planes import encode_position_into
+from ..encoding.policy_map import board_move_to_index, legal_move_indices
+from . import score as sc
+from .node import DRAW, END_OF_GAME, LOSS, TWO_FOLD, WIN, Node, NodeTree
+from .timemgr import IterationStats, SearchLimits, Stopper
+
+INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
+_NEG_INF = float("-inf")
+
+
+@dataclass
+class SearchParams:
+    """Search constants, named and defaulted as lc0's UCI options."""
+
+    cpuct: float = 1.745
+    cpuct_base: float = 38739.0
+    cpuct_factor: float = 3.894
+    fpu_value: float = 0.330  # FpuStrategy "reduction"; the root uses the same ("same")
+    fpu_absolute: bool = False
+    policy_temperature: float = 1.359
+    minibatch_size: int = 0  # 0: the backend's suggestion (see `suggested_minibatch`)
+    max_collisions: int = 0  # 0: minibatch_size
+    smart_pruning_factor: float = 1.33
+    two_fold_draws: bool = True
+    sticky_endgames: bool = True
+    multipv: int = 1
+    moves_left_max_effect: float = 0.0345
+    moves_left_threshold: float = 0.8
+    moves_left_slope: float = 0.0027
+    moves_left_constant_factor: float = 0.0
+    moves_left_scaled_factor: float = 1.6521
+    moves_left_quadratic_factor: float = -0.6521
+
+
+def suggested_minibatch(backend: Backend) -> int:
+    """Batch size used when MinibatchSize is 0: small on the CPU, larger on a GPU (capped by max_batch)."""
+    preferred = getattr(backend, "preferred_batch", None)
+    if not preferred:
+        preferred = 16 if getattr(backend, "name", "") == "cpu" else 128
+    return max(1, min(int(preferred), backend.max_batch))
+
+
+def has_mating_material(board: chess.Board) -> bool:
+    """lc0's ChessBoard::HasMatingMaterial (queens count as rooks)."""
+    if board.rooks or board.queens or board.pawns:
+        return True
+    if chess.popcount(board.occupied) < 4:
+        return False
+    if board.knights:
+        return True
+    bishops = board.bishops
+    return bool(bishops & chess.BB_LIGHT_SQUARES) and bool(bishops & chess.BB_DARK_SQUARES)
+
+
+def plies_since_repetition(state: PositionState) -> int:
+    """Plies back to the previous occurrence of a repeated position (0 if it is not a repetition)."""
+    if state.repetitions == 0:
+        return 0
+    p = state.prev
+    steps = 1
+    while p is not None:
+        if steps >= 4 and steps % 2 == 0 and p.key == state.key:
+            return steps
+        p = p.prev
+        steps += 1
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Network evaluation: encoding, cache, the worker thread
+
+
+class CacheEntry:
+    """A position's evaluation as the search needs it: legal moves sorted by prior, and values."""
+
+    __slots__ = ("order", "priors", "q", "d", "m")
+
+    def __init__(self, order: np.ndarray, priors: np.ndarray, q: float, d: float, m: float):
+        self.order = order  # int16 permutation of the move generator's order, best prior first
+        self.priors = priors  # float32, lc0-rounded, in that order
+        self.q, self.d, self.m = q, d, m
+
+
+class NNEvaluator:
+    """Owns the backend, the NN cache and one worker thread running `backend.evaluate`."""
+
+    def __init__(self, backend: Backend, input_format: int, cache_size: int = 200_000,
+                 policy_temperature: float = 1.359):
+        self.backend = backend
+        self.input_format = input_format
+        self.cache_size = max(0, int(cache_size))
+        self.policy_temperature = policy_temperature
+        self.fill = "fen_only"  # HistoryFill; part of the planes, hence of the cache key
+        self.cache: OrderedDict[int, CacheEntry] = OrderedDict()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nn-eval")
+
+    def set_policy_temperature(self, t: float) -> None:
+        if t != self.policy_temperature:
+            self.policy_temperature = t
+            self.cache.clear()
+
+    def set_cache_size(self, n: int) -> None:
+        self.cache_size = max(0, int(n))
+        while len(self.cache) > self.cache_size:
+            self.cache.popitem(last=False)
+
+    def lookup(self, key: int) -> Optional[CacheEntry]:
+        e = self.cache.get(key)
+        if e is not None:
+            self.cache.move_to_end(key)
+        return e
+
+    def store(self, key: int, entry: CacheEntry) -> None:
+        if self.cache_size == 0:
+            return
+        self.cache[key] = entry
+        if len(self.cache) > self.cache_size:
+            self.cache.popitem(last=False)
+
+    def submit(self, planes: PackedPlanes) -> Future:
+        return self._pool.submit(self.backend.evaluate, planes)
+
+    def entries_from_outputs(self, out: NetOutputs, index_lists: list[np.ndarray]) -> list[CacheEntry]:
+        """Cache entries for a batch: legal-move softmax (vectorised over the whole batch)."""
+        n = len(index_lists)
+        counts = np.fromiter((len(ix) for ix in index_lists), dtype=np.int64, count=n)
+        rows = np.repeat(np.arange(n), counts)
+        flat_idx = np.concatenate(index_lists) if n else np.zeros(0, np.int64)
+        logits = out.policy[rows, flat_idx].astype(np.float32)
+        starts = np.zeros(n, dtype=np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        maxes = np.maximum.reduceat(logits, starts)
+        inv_t = np.float32(1.0) / np.float32(self.policy_temperature)
+        e = sc.fast_exp_array((logits - maxes[rows]) * inv_t)
+        totals = np.add.reduceat(e, starts)  # sequential per segment, as lc0 sums
+        scale = (np.float32(1.0) / totals).astype(np.float32)  # totals >= 1: the max term is exp(0)
+        priors = sc.compress_prior((e * scale[rows]).astype(np.float32))
+        order = np.lexsort((-priors, rows))  # per position: prior descending, ties in generator order
+        q = out.q.astype(np.float64)
+        d = out.d.astype(np.float64)
+        m = out.mlh.astype(np.float64) if out.mlh is not None else np.zeros(n)
+        entries = []
+        for j in range(n):
+            s, c = int(starts[j]), int(counts[j])
+            o = order[s:s + c]
+            entries.append(CacheEntry((o - s).astype(np.int16), priors[o], float(q[j]), float(d[j]), float(m[j])))
+        return entries
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+# --------------------------------------------------------------------------------------------
+# The search
+
+
+class _Batch:
+    """Leaves waiting for the network: their nodes, legal moves, NN indices, cache keys, planes."""
+
+    __slots__ = ("nodes", "moves", "indices", "keys", "masks", "values", "transforms", "future", "depths")
+
+    def __init__(self, capacity: int):
+        self.nodes: list[Node] = []
+        self.moves: list[list] = []
+        self.indices: list[np.ndarray] = []
+        self.keys: list[int] = []
+        self.depths: list[int] = []
+        self.masks = np.zeros((capacity, NUM_PLANES), dtype=np.uint64)
+        self.values = np.ones((capacity, NUM_PLANES), dtype=np.float32)
+        self.transforms = np.zeros(capacity, dtype=np.int32)
+        self.future: Optional[Future] = None
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def planes(self) -> PackedPlanes:
+        k = len(self.nodes)
+        return PackedPlanes(self.masks[:k], self.values[:k], self.transforms[:k])
+
+
+@dataclass
+class EdgeInfo:
+    """One root move as reported in `info`: move, visits, value (mover's view), proven state."""
+
+    move: chess.Move
+    n: int
+    wl: float
+    d: float
+    m: float
+    terminal: bool
+    p: float
+
+
+class Search:
+    """One search from the root of `tree`; `run()` blocks, `start()` runs it in a thread."""
+
+    def __init__(self, tree: NodeTree, root_board: chess.Board, first_state: PositionState,
+                 evaluator: NNEvaluator, params: SearchParams, limits: SearchLimits,
+                 has_wdl: bool = True, has_mlh: bool = False,
+                 searchmoves: Optional[list[chess.Move]] = None,
+                 on_info: Optional[Callable[[list["InfoLine"]], None]] = None,
+                 on_bestmove: Optional[Callable[[Optional[chess.Move], Optional[chess.Move]], None]] = None,
+                 on_stats: Optional[Callable[[list[str]], None]] = None,
+                 verbose_stats: bool = False, score_type: str = sc.DEFAULT_SCORE_TYPE):
+        self.tree = tree
+        self.root = tree.root
+        self.board = root_board.copy(stack=False)
+        self.first_state = first_state
+        self.ev = evaluator
+        self.params = params
+        self.limits = limits
+        self.stopper = Stopper(limits, params.smart_pruning_factor)
+        self.has_wdl = has_wdl
+        self.mlh_enabled = has_mlh
+        self.root_filter = set(searchmoves or ())
+        self.on_info = on_info
+        self.on_bestmove = on_bestmove
+        self.on_stats = on_stats
+        self.verbose_stats = verbose_stats
+        self.score_type = score_type
+        mb = params.minibatch_size or suggested_minibatch(evaluator.backend)
+        self.minibatch = max(1, min(mb, evaluator.backend.max_batch))
+        self.max_collisions = params.max_collisions or self.minibatch
+        self._stop = threading.Event()
+        self._ponderhit = threading.Event()
+        self._done = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.start_time = time.monotonic()
+        self.limits_origin = self.start_time
+        self.first_batch_time: Optional[float] = None
+        self.initial_visits = self.root.n
+        self.playouts = 0
+        self.batches = 0
+        self.nn_evals = 0
+        self.cache_hits = 0
+        self.cum_depth = 0
+        self.max_depth = 0
+        self.in_flight = 0
+        self.remaining_playouts = float("inf")
+        self.bestmove: Optional[chess.Move] = None
+        self.pondermove: Optional[chess.Move] = None
+        self.stop_reason = ""
+        self.error: Optional[BaseException] = None
+        self._last_info_time = 0.0
+        self._last_info_key = None
+
+    # ---- control (any thread)
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="search", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the search to finish; returns at once (bestmove follows from the search thread)."""
+        self._stop.set()
+
+    def ponderhit(self, limits: SearchLimits) -> None:
+        """The pondered move was played: continue with normal limits counted from now."""
+        self.limits = limits
+        self.limits_origin = time.monotonic()
+        self.stopper = Stopper(limits, self.params.smart_pruning_factor)
+        self._ponderhit.set()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    # ---- the search loop (search thread)
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as e:  # reported by the caller; a GUI still gets its bestmove
+            self.error = e
+        finally:
+            try:
+                self._finish()
+            finally:
+                self._done.set()
+
+    def _run(self) -> None:
+        if self._root_is_finished():
+            return
+        self._pending: Optional[_Batch] = None
+        self._next: Optional[_Batch] = None
+        try:
+            self._loop()
+        finally:
+            self._revert_batch(self._pending)
+            self._revert_batch(self._next)
+            self._pending = self._next = None
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._next = self._gather()
+            if self._pending is not None:
+                out = self._wait_for(self._pending)
+                if out is None:  # stopped while the network was busy: drop both batches
+                    return
+                self._apply(self._pending, out)
+                self._pending = None
+            stop = self._check_stop()
+            if stop or self._stop.is_set():
+                self._revert_batch(self._next)
+                self._next = None
+                if stop and self.limits.infinite and not self._stop.is_set():
+                    # go infinite / ponder: bestmove only after `stop` or a ponderhit that ends it
+                    self._send_info()
+                    if self._wait_for_stop_or_ponderhit():
+                        continue
+                return
+            if len(self._next):
+                self._next.future = self.ev.submit(self._next.planes())
+                self._pending, self._next = self._next, None
+            elif self.in_flight == 0 and self.root.n == 0:
+                time.sleep(0.001)  # nothing to do yet (cannot normally happen)
+            self._maybe_send_info()
+
+    def _wait_for_stop_or_ponderhit(self) -> bool:
+        """Idle until `stop` (False) or a `ponderhit` that gives new limits (True: search on)."""
+        while not self._stop.is_set():
+            if self._ponderhit.is_set():
+                self._ponderhit.clear()
+                if self._check_stop():
+                    if self.limits.infinite:
+                        continue
+                    return False
+                return True
+            self._stop.wait(0.005)
+        return False
+
+    def _root_is_finished(self) -> bool:
+        """A root without legal moves (mate or stalemate) needs no search."""
+        root = self.root
+        if root.moves is None and root.n == 0:
+            if not any(self.board.generate_legal_moves()):
+                return True
+        return False
+
+    def _wait_for(self, batch: _Batch) -> Optional[NetOutputs]:
+        """The batch's outputs, or None as soon as `stop` arrives (the worker finishes on its own)."""
+        fut = batch.future
+        while True:
+            try:
+                return fut.result(timeout=0.005)
+            except TimeoutError:
+                if self._stop.is_set():
+                    return None
+
+    # ---- gathering
+    def _gather(self) -> _Batch:
+        budget = self.limits.nodes - self.root.n - self.in_flight
+        cap = max(0, min(self.minibatch, budget))
+        batch = _Batch(max(cap, 1))
+        if cap == 0:
+            return batch
+        self._prepare_root_pruning()
+        collisions = 0
+        picks = 0
+        stop = self._stop
+        while len(batch.nodes) < cap and not stop.is_set():
+            r = self._pick(batch)
+            picks += 1
+            if r < 0:
+                collisions += 1
+                if collisions >= self.max_collisions:
+                    break
+            elif r == 0:  # an immediate visit (terminal or cache hit) used up node budget
+                budget -= 1
+                cap = max(0, min(cap, budget))
+            if picks >= 4 * self.minibatch + 16:
+                break
+        return batch
+
+    def _prepare_root_pruning(self) -> None:
+        root = self.root
+        self._root_best_index = -1
+        self.remaining_playouts = self.stopper.remaining_playouts
+        if root.moves is None:
+            return
+        best = self._best_edges(root, 1, root_level=True)
+        self._root_best_index = best[0] if best else -1
+
+    def _pick(self, batch: _Batch) -> int:
+        """One descent. Returns 1 (leaf added to batch), 0 (visit completed at once), -1 (collision)."""
+        node = self.root
+        board = self.board
+        pushed = 0
+        depth = 1
+        if node.n == 0 and node.n_in_flight > 0:
+            return -1
+        node.n_in_flight += 1
+        try:
+            while True:
+                if node.n == 0:
+                    return self._extend(node, depth, batch)
+                if node.terminal:
+                    self._complete_visit(node, depth)
+                    return 0
+                i = self._select(node, node is self.root)
+                child = node.children[i]
+                if child is None:
+                    child = Node(node, i)
+                    node.children[i] = child
+                elif child.terminal == TWO_FOLD and depth < child.m:
+                    self._revert_two_fold(child, depth)
+                if child.n == 0 and child.n_in_flight > 0:
+                    self._cancel_path(node)
+                    return -1
+                child.n_in_flight += 1
+                board.push(node.moves[i])
+                pushed += 1
+                node = child
+                depth += 1
+        finally:
+            for _ in range(pushed):
+                board.pop()
+
+    def _select(self, node: Node, is_root: bool) -> int:
+        p = node.p
+        children = node.children
+        params = self.params
+        vp = 0.0
+        for c in children:
+            if c is not None and c.n > 0:
+                vp += p[c.index]
+        fpu = params.fpu_value if params.fpu_absolute else -node.wl - params.fpu_value * math.sqrt(vp)
+        cpuct = params.cpuct
+        if params.cpuct_factor:
+            cpuct += params.cpuct_factor * math.log((node.n + params.cpuct_base) / params.cpuct_base)
+        puct = cpuct * math.sqrt(node.n - 1 if node.n > 1 else 1)
+        m_on = self.mlh_enabled and abs(node.wl) > params.moves_left_threshold
+        best = _NEG_INF
+        best_i = 0
+        filt = None
+        if is_root:
+            filt = self._root_skip_set()
+        for i in range(len(p)):
+            c = children[i]
+            if c is None:
+                ns = 0
+                q = fpu
+            else:
+                nv = c.n
+                ns = nv + c.n_in_flight
+                if nv > 0:
+                    q = c.wl
+                    if m_on:
+                        q += self._m_utility(node, c, q)
+                else:
+                    q = fpu
+            if filt is not None and i in filt:
+                continue
+            s = p[i] * puct / (1 + ns) + q
+            if s > best:
+                best = s
+                best_i = i
+            if ns == 0:
+                break
+        return best_i
+
+    def _root_skip_set(self) -> Optional[set]:
+        """Root edges not to search: outside `searchmoves`, or hopeless under smart pruning."""
+        root = self.root
+        skip = None
+        if self.root_filter:
+            skip = {i for i, mv in enumerate(root.moves) if mv not in self.root_filter}
+        rem = self.remaining_playouts
+        bi = self._root_best_index
+        if rem != float("inf") and bi >= 0:
+            best_n = root.edge_n(bi)
+            for i in range(len(root.moves)):
+                if i != bi and rem < best_n - root.edge_n(i):
+                    if skip is None:
+                        skip = set()
+                    skip.add(i)
+        return skip
+
+    def _m_utility(self, parent: Node, child: Node, q: float) -> float:
+        params = self.params
+        cap = params.moves_left_max_effect
+        m = params.moves_left_slope * (child.m - parent.m)
+        m = max(-cap, min(cap, m))
+        m = -m if q > 0 or (q == 0 and math.copysign(1.0, q) > 0) else m  # FastSign(-q)
+        thr = params.moves_left_threshold
+        if 0.0 < thr < 1.0:
+            q = max(0.0, abs(q) - thr) / (1.0 - thr)
+        return m * (params.moves_left_constant_factor + params.moves_left_scaled_factor * abs(q)
+                    + params.moves_left_quadratic_factor * q * q)
+
+    def _extend(self, node: Node, depth: int, batch: _Batch) -> int:
+        """First visit of `node` (the working board is at its position)."""
+        board = self.board
+        is_root = node is self.root
+        if node.state is None:
+            node.state = PositionState.from_board(board, node.parent.state)
+        state = node.state
+        moves, idx = legal_move_indices(board, 0)
+        if not moves:
+            node.make_terminal(WIN if board.is_check() else DRAW)
+            self._complete_visit(node, depth)
+            return 0
+        if not is_root:
+            result = self._draw_by_rule(board, state, depth)
+            if result is not None:
+                plies, kind = result
+                node.make_terminal(DRAW, plies, kind)
+                self._complete_visit(node, depth)
+                return 0
+        j = len(batch.nodes)
+        masks = batch.masks[j]
+        values = batch.values[j]
+        hist = History.__new__(History)
+        hist.last = state
+        hist.first = self.first_state
+        hist._board = None
+        t = encode_position_into(hist, self.ev.input_format, masks, values, self.ev.fill)
+        key = hash((masks.tobytes(), values.tobytes(), state.black_to_move, state.ep_file))
+        entry = self.ev.lookup(key)
+        if entry is not None:
+            masks[:] = 0
+            values[:] = 1
+            self._expand(node, moves, entry)
+            self.cache_hits += 1
+            self._backup(node, -entry.q, entry.d, entry.m, depth)
+            return 0
+        if t:
+            idx = legal_move_indices(board, int(t))[1]
+        batch.transforms[j] = t
+        batch.nodes.append(node)
+        batch.moves.append(moves)
+        batch.indices.append(idx)
+        batch.keys.append(key)
+        batch.depths.append(depth)
+        self.in_flight += 1
+        return 1
+
+    def _draw_by_rule(self, board: chess.Board, state: PositionState, depth: int):
+        """(plies_left, kind) if the position below the root is a draw by rule, else None."""
+        if not has_mating_material(board):
+            return 0.0, END_OF_GAME
+        if state.rule50 >= 100:
+            return 0.0, END_OF_GAME
+        reps = state.repetitions
+        if reps >= 2:
+            return 0.0, END_OF_GAME
+        if reps == 1 and self.params.two_fold_draws and depth - 1 >= 4:
+            cycle = plies_since_repetition(state)
+            if depth - 1 >= cycle:
+                return float(cycle), TWO_FOLD
+        return None
+
+    @staticmethod
+    def _expand(node: Node, moves: list, entry: CacheEntry) -> None:
+        order = entry.order.tolist()
+        node.set_edges([moves[k] for k in order], entry.priors.tolist())
+
+    def _complete_visit(self, node: Node, depth: int) -> None:
+        """A visit that needs no network (terminal node): back it up now."""
+        self._backup(node, node.wl, node.d, node.m, depth)
+
+    def _cancel_path(self, node: Optional[Node]) -> None:
+        while node is not None:
+            node.n_in_flight -= 1
+            node = node.parent
+
+    def _revert_batch(self, batch: Optional[_Batch]) -> None:
+        if batch is None:
+            return
+        for node in batch.nodes:
+            self._cancel_path(node)
+        self.in_flight -= len(batch.nodes)
+        batch.nodes.clear()
+
+    def _revert_two_fold(self, child: Node, depth: int) -> None:
+        """A two-fold draw whose first occurrence is now above the root: undo it (tree reuse)."""
+        wl, d, m, visits = child.wl, child.d, child.m, child.n
+        counter = 0
+        n = child
+        while n is not None:
+            n.revert_terminal_visits(wl, d, m + counter, visits)
+            counter += 1
+            if counter > depth:
+                break
+            n = n.parent
+        child.make_not_terminal()
+        self.initial_visits -= visits
+
+    # ---- results
+    def _apply(self, batch: _Batch, out: NetOutputs) -> None:
+        if self.first_batch_time is None:
+            self.first_batch_time = time.monotonic()
+        entries = self.ev.entries_from_outputs(out, batch.indices)
+        for node, moves, key, entry, depth in zip(batch.nodes, batch.moves, batch.keys, entries, batch.depths):
+            self.ev.store(key, entry)
+            self._expand(node, moves, entry)
+            self._backup(node, -entry.q, entry.d, entry.m, depth)
+        self.nn_evals += len(batch.nodes)
+        self.in_flight -= len(batch.nodes)
+        self.batches += 1
+
+    def _backup(self, node: Node, v: float, d: float, m: float, depth: int) -> None:
+        """lc0's DoBackupUpdateSingleNode: values up to the root, proven results as bounds."""
+        if node.v is None:
+            node.v = v
+        sticky = self.params.sticky_endgames
+        update_bounds = sticky and node.terminal != 0 and node.n == 0
+        n_to_fix = 0
+        v_delta = d_delta = m_delta = 0.0
+        root = self.root
+        n = node
+        while n is not None:
+            p = n.parent
+            if n.terminal:
+                v, d, m = n.wl, n.d, n.m
+            n.finalize_score_update(v, d, m)
+            if n_to_fix > 0 and not n.terminal:
+                n.adjust_for_terminal(v_delta, d_delta, m_delta, n_to_fix)
+            if p is None or n is root:
+                break
+            if p.terminal:
+                n_to_fix = 0
+            if update_bounds and p is not root and not p.terminal:
+                fix = self._maybe_set_bounds(p, m)
+                update_bounds = fix is not None
+                if fix is not None and fix[0] > 0:
+                    n_to_fix, v_delta, d_delta, m_delta = fix
+            else:
+                update_bounds = False
+            v = -v
+            v_delta = -v_delta
+            m += 1
+            n = p
+        self.playouts += 1
+        self.cum_depth += depth
+        if depth > self.max_depth:
+            self.max_depth = depth
+
+    @staticmethod
+    def _maybe_set_bounds(p: Node, m: float):
+        """Bounds of `p` from its children; makes it terminal when they meet. None: nothing set;
+        else (n_to_fix, v_delta, d_delta, m_delta) with n_to_fix 0 when only bounds changed."""
+        losing_m = 0.0
+        lower = upper = LOSS
+        children = p.children
+        for i in range(len(p.moves)):
+            c = children[i]
+            if c is None:
+                el, eu = LOSS, WIN
+            else:
+                el, eu = c.lower, c.upper
+            if el > lower:
+                lower = el
+            if eu > upper:
+                upper = eu
+            if el == WIN:
+                break
+            if eu == LOSS and c is not None and c.n > 0 and c.m > losing_m:
+                losing_m = c.m
+        if lower == LOSS and upper == WIN:
+            return None
+        if lower == upper:
+            n_to_fix = p.n
+            cur_v, cur_d, cur_m = p.wl, p.d, p.m
+            plies = (max(losing_m, m) if upper == LOSS else m) + 1.0
+            p.make_terminal(-upper, plies, END_OF_GAME)
+            return n_to_fix, -(p.wl - cur_v), p.d - cur_d, p.m - cur_m
+        p.lower, p.upper = -upper, -lower
+        return 0, 0.0, 0.0, 0.0
+
+    # ---- stopping
+    def _stats(self) -> IterationStats:
+        root = self.root
+        now = time.monotonic()
+        s = IterationStats(
+            time_ms=(now - self.limits_origin) * 1000.0,
+            total_nodes=root.n,
+            playouts=self.playouts,
+            batches=self.batches,
+            average_depth=self.cum_depth / self.playouts if self.playouts else 0.0,
+        )
+        if root.n > 0 and root.moves is not None:
+            for i, mv in enumerate(root.moves):
+                if self.root_filter and mv not in self.root_filter:
+                    continue
+                c = root.children[i]
+                n = c.n if c is not None else 0
+                s.edge_n.append(n)
+                if c is None or n == 0:
+                    continue
+                if c.terminal and c.wl > 0:
+                    s.win_found = True
+                if c.terminal and c.wl < 0:
+                    s.num_losing_edges += 1
+                if c.wl > -0.98:
+                    s.may_resign = False
+        return s
+
+    def _check_stop(self) -> str:
+        if self.root.n > 0 and self.root.moves is None and self.root.terminal:
+            return "terminal"
+        if self.stopper.check(self._stats()):
+            self.stop_reason = self.stopper.reason
+            return self.stopper.reason or "limit"
+        return ""
+
+    # ---- reporting
+    def _best_edges(self, node: Node, count: int, root_level: bool = False) -> list[int]:
+        """Indices of the `count` best children in lc0's GetBestChildrenNoTemperature order."""
+        if node.n == 0 or node.moves is None:
+            return []
+        idxs = range(len(node.moves))
+        if root_level and self.root_filter:
+            idxs = [i for i in idxs if node.moves[i] in self.root_filter]
+        children = node.children
+        p = node.p
+        if count == 1:
+            best = -1
+            for i in idxs:
+                if best < 0 or _prefer(children[i], p[i], children[best], p[best]) < 0:
+                    best = i
+            return [] if best < 0 else [best]
+        order = sorted(idxs, key=functools.cmp_to_key(lambda a, b: _prefer(children[a], p[a], children[b], p[b])))
+        return order[:count]
+
+    def _edge_info(self, i: int) -> EdgeInfo:
+        root = self.root
+        c = root.children[i]
+        if c is not None and c.n > 0:
+            return EdgeInfo(root.moves[i], c.n, c.wl, c.d, c.m, bool(c.terminal), root.p[i])
+        return EdgeInfo(root.moves[i], 0, -root.wl, root.d, 0.0, False, root.p[i])
+
+    def _pv(self, i: int) -> list[chess.Move]:
+        node = self.root
+        pv = [node.moves[i]]
+        node = node.children[i]
+        while node is not None and node.n > 0 and node.moves is not None:
+            best = self._best_edges(node, 1)
+            if not best:
+                break
+            pv.append(node.moves[best[0]])
+            node = node.children[best[0]]
+        return pv
+
+    def info_lines(self) -> list["InfoLine"]:
+        root = self.root
+        now = time.monotonic()
+        elapsed_ms = int((now - self.start_time) * 1000)
+        nps = None
+        if self.first_batch_time is not None:
+            ms = int((now - self.first_batch_time) * 1000)
+            if ms > 0:
+                nps = self.playouts * 1000 // ms
+        depth = self.cum_depth // self.playouts if self.playouts else 0
+        lines = []
+        for k, i in enumerate(self._best_edges(root, max(1, self.params.multipv), root_level=True)):
+            e = self._edge_info(i)
+            if e.terminal and e.wl != 0:
+                score = ("mate", sc.mate_score(e.m, e.wl))
+            else:
+                score = ("cp", sc.uci_score(self.score_type, e.wl, e.d, self.has_wdl))
+            lines.append(InfoLine(
+                depth=max(depth, 1), seldepth=self.max_depth, time_ms=elapsed_ms,
+                nodes=self.playouts + self.initial_visits, score=score,
+                wdl=sc.wdl_triplet(e.wl, e.d, self.score_type), nps=nps,
+                multipv=k + 1 if self.params.multipv > 1 else None, pv=self._pv(i)))
+        return lines
+
+    def _send_info(self, force: bool = False) -> None:
+        if self.on_info is None or self.root.n == 0:
+            return
+        lines = self.info_lines()
+        if lines:
+            self._last_info_time = time.monotonic()
+            self.on_info(lines)
+
+    def _maybe_send_info(self) -> None:
+        if self.on_info is None or self.root.n == 0 or self.root.moves is None:
+            return
+        best = self._best_edges(self.root, 1, root_level=True)
+        depth = self.cum_depth // self.playouts if self.playouts else 0
+        key = (best[0] if best else None, depth, self.max_depth)
+        now = time.monotonic()
+        if key != self._last_info_key or now - self._last_info_time >= INFO_MIN_INTERVAL_S:
+            self._last_info_key = key
+            self._send_info()
+
+    def verbose_stats_lines(self) -> list[str]:
+        """lc0's VerboseMoveStats table for the root (one string per move, best last)."""
+        root = self.root
+        if root.moves is None:
+            return []
+        params = self.params
+        vp = root.visited_policy()
+        fpu = params.fpu_value if params.fpu_absolute else -root.wl - params.fpu_value * math.sqrt(vp)
+        cpuct = params.cpuct + (params.cpuct_factor * math.log((root.n + params.cpuct_base) / params.cpuct_base)
+                                if params.cpuct_factor else 0.0)
+        u_coeff = cpuct * math.sqrt(max(root.children_visits, 1))
+        rows = []
+        for i, mv in enumerate(root.moves):
+            c = root.children[i]
+            n = c.n if c is not None else 0
+            nif = c.n_in_flight if c is not None else 0
+            q = c.wl if (c is not None and n > 0) else fpu
+            u = u_coeff * root.p[i] / (1 + n + nif)
+            rows.append((n, q + u, i, q, u, nif))
+        rows.sort(key=lambda r: (r[0], r[1]))
+        out = []
+        for n, s, i, q, u, nif in rows:
+            c = root.children[i]
+            mv = root.moves[i]
+            try:
+                nn_index = board_move_to_index(self.board, mv, 0)
+            except ValueError:
+                nn_index = -1
+            line = _verbose_head(mv.uci(), nn_index, n, nif, root.p[i])
+            if c is not None and n > 0:
+                wl, d, _ = sc.wdl_rescale_display(c.wl, c.d)
+                line += f"(WL: {float(wl):8.5f}) (D: {float(d):5.3f}) (M: {c.m:4.1f}) (Q: {float(wl):8.5f}) "
+            else:
+                line += f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {q:8.5f}) "
+            line += f"(U: {u:6.5f}) (S: {q + u:8.5f}) "
+            if c is not None and c.v is not None:
+                line += f"(V: {c.v:7.4f}) "
+            else:
+                line += "(V:  -.----) "
+            if c is not None and c.n > 0 and c.lower == c.upper:
+                line += "(T) "
+            out.append(line)
+        wl, d, _ = sc.wdl_rescale_display(-root.wl, root.d)
+        line = _verbose_head("node ", root.num_edges, root.n, root.n_in_flight, vp)
+        line += f"(WL: {float(wl):8.5f}) (D: {float(d):5.3f}) (M: {root.m:4.1f}) (Q: {float(wl):8.5f}) "
+        line += f"(V: {-root.v:7.4f}) " if root.v is not None else "(V:  -.----) "
+        out.append(line)
+        return out
+
+    def _finish(self) -> None:
+        root = self.root
+        best = self._best_edges(root, 1, root_level=True) if root.moves is not None else []
+        if best:
+            i = best[0]
+            self.bestmove = root.moves[i]
+            c = root.children[i]
+            if c is not None and c.n > 0 and c.moves is not None and c.n > 0:
+                pb = self._best_edges(c, 1)
+                if pb:
+                    self.pondermove = c.moves[pb[0]]
+        elif root.moves is None and root.n == 0:
+            # Root never expanded (no legal moves, or stopped before the first evaluation).
+            legal = list(self.board.legal_moves)
+            if self.root_filter:
+                legal = [m for m in legal if m in self.root_filter] or legal
+            self.bestmove = legal[0] if legal else None
+        if root.n > 0 and self.on_info is not None:
+            self._send_info(force=True)
+        if self.verbose_stats and self.on_stats is not None:
+            self.on_stats(self.verbose_stats_lines())
+        self.tree_elapsed_ms = (time.monotonic() - self.start_time) * 1000.0
+        if self.on_bestmove is not None:
+            self.on_bestmove(self.bestmove, self.pondermove)
+
+
+_T_LOSS, _T_NON, _T_WIN = 0, 1, 2
+
+
+def _rank(c: Optional[Node]) -> int:
+    if c is None or c.n == 0 or not c.terminal or c.wl == 0:
+        return _T_NON
+    return _T_WIN if c.wl > 0 else _T_LOSS
+
+
+def _prefer(a: Optional[Node], pa: float, b: Optional[Node], pb: float) -> int:
+    """-1 if child a is a better move than child b, 1 if worse, 0 if equal (lc0's criteria)."""
+    ra, rb = _rank(a), _rank(b)
+    if ra != rb:
+        return -1 if ra > rb else 1
+    if ra == _T_NON:
+        na = a.n if a is not None else 0
+        nb = b.n if b is not None else 0
+        if na and nb and a.terminal and b.terminal:  # two proven draws: the shorter one
+            return (a.m > b.m) - (a.m < b.m)
+        if na != nb:
+            return -1 if na > nb else 1
+        qa = a.wl if na else 0.0
+        qb = b.wl if nb else 0.0
+        if qa != qb:
+            return -1 if qa > qb else 1
+        return (pa < pb) - (pa > pb)
+    if ra == _T_WIN:  # the shortest win
+        return (a.m > b.m) - (a.m < b.m)
+    return (a.m < b.m) - (a.m > b.m)  # the longest loss
+
+
+def _verbose_head(label: str, index: int, n: int, nif: int, p: float) -> str:
+    pct = p * 100
+    prec = 1 if p >= 0.99995 else 2
+    return f"{label:<5} ({index:<4}) N: {n:>7} (+{nif:>2}) (P: {pct:>5.{prec}f}%) "
+
+
+@dataclass
+class InfoLine:
+    """One `info` line of search progress (rendered by the UCI layer)."""
+
+    depth: int
+    seldepth: int
+    time_ms: int
+    nodes: int
+    score: tuple  # ("cp", int) or ("mate", int)
+    wdl: tuple
+    nps: Optional[int]
+    multipv: Optional[int]
+    pv: list
