@@ -6,11 +6,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-WEIGHTS_DIR = REPO / "weights"
-SHARED_WEIGHTS_DIR = REPO.parent / "shared" / "weights"
-COMMITTED_NETS = sorted(WEIGHTS_DIR.glob("*.pb.gz"))
-MAIA_NETS = [SHARED_WEIGHTS_DIR / f"maia-{elo}.pb.gz" for elo in range(1100, 2000, 100)]
+from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR
 
 
 @pytest.fixture(scope="session")

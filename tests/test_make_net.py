@@ -18,7 +18,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import COMMITTED_NETS, WEIGHTS_DIR
+from netpaths import COMMITTED_NETS, WEIGHTS_DIR
 
 from lc0_rocm.cli import main
 from lc0_rocm.net import schema

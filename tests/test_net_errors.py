@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import WEIGHTS_DIR
+from netpaths import WEIGHTS_DIR
 
 from lc0_rocm.cli import main
 from lc0_rocm.errors import NetFormatError

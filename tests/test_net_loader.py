@@ -15,7 +15,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import MAIA_NETS, WEIGHTS_DIR
+from netpaths import MAIA_NETS, WEIGHTS_DIR
 
 from lc0_rocm.errors import NetFormatError
 from lc0_rocm.net import codec, schema
