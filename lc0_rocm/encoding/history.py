@@ -135,9 +135,14 @@ class History:
 
     @staticmethod
     def from_board(board: chess.Board) -> "History":
-        """History of a python-chess board: its root position (ep flag as in its FEN) + move stack."""
+        """History of a python-chess board: its root position (ep flag as in its FEN) + move stack.
+
+        Only the board's own move stack is history: a board with an empty stack (e.g. `History.board`
+        after `push`) gives a one-position History."""
         root = board.root()
-        ep = -1 if root.ep_square is None else (root.ep_square & 7)
+        ep = -1
+        if root.ep_square is not None and not root.status() & chess.STATUS_INVALID_EP_SQUARE:
+            ep = root.ep_square & 7  # lc0 takes a (valid) FEN en-passant field as the flag
         node = PositionState.from_board(root, None, ep_file=ep)
         for mv in board.move_stack:
             root.push(mv)
