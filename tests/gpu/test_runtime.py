@@ -1,0 +1,169 @@
+"""Runtime on a real GPU: device attributes, memory and arena, pinned copies, streams/events ordering,
+the hipRTC compile cache, kernel launches, and error naming."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+def test_device_attributes(gpu):
+    from lc0_rocm.gpu.hiperr import hip_call
+
+    assert gpu.name.strip()
+    assert re.fullmatch(r"gfx[0-9a-f]+|sm_\d+", gpu.arch), gpu.arch_full
+    assert gpu.warp_size in (32, 64)
+    props = hip_call("hipGetDeviceProperties", gpu.index)  # the same facts through the other API
+    assert gpu.cu_count == props.multiProcessorCount > 0
+    assert gpu.warp_size == props.warpSize
+    assert gpu.total_memory == props.totalGlobalMem > 2**30
+    assert 0 < gpu.free_memory() <= gpu.total_memory
+    assert gpu.max_threads_per_block >= 256 and gpu.max_shared_per_block >= 32 * 1024
+    assert gpu.l2_bytes > 0 and gpu.clock_khz > 0
+
+
+def test_upload_download_views_and_fill(gpu):
+    from lc0_rocm.gpu.memory import DeviceBuffer
+
+    rng = np.random.default_rng()
+    host = rng.integers(0, 256, size=1 << 20, dtype=np.uint8)
+    buf = DeviceBuffer.allocate(gpu, host.nbytes)
+    buf.upload(host)
+    assert np.array_equal(buf.to_numpy(np.uint8, host.shape), host)
+    view = buf.view(4096, 1000)
+    assert np.array_equal(view.to_numpy(np.uint8, 1000), host[4096:5096])
+    view.fill_byte(0xFF)
+    back = buf.to_numpy(np.uint8, host.shape)
+    assert (back[4096:5096] == 0xFF).all()
+    assert np.array_equal(back[:4096], host[:4096]) and np.array_equal(back[5096:], host[5096:])
+    assert np.isnan(buf.view(4096, 800).to_numpy(np.float32, 200)).all()  # 0xFF bytes are NaN
+    with pytest.raises(ValueError):
+        buf.view(host.nbytes - 10, 11)
+    with pytest.raises(ValueError):
+        buf.upload(np.zeros(host.nbytes + 1, dtype=np.uint8))
+
+
+def test_arena_alignment_exhaustion_and_reset(gpu):
+    from lc0_rocm.gpu.hiperr import GpuError
+    from lc0_rocm.gpu.memory import Arena
+
+    arena = Arena(gpu, 1 << 20)
+    a = arena.alloc(100)
+    b = arena.alloc(1000)
+    c = arena.alloc(10, align=4096)
+    assert a.ptr % 256 == 0 and b.ptr % 256 == 0 and c.ptr % 4096 == 0
+    assert b.ptr >= a.ptr + 100 and c.ptr >= b.ptr + 1000
+    data = np.arange(250, dtype=np.float32)
+    b.upload(data)
+    a.upload(np.full(25, -1.0, dtype=np.float32))  # neighbours must not overlap
+    assert np.array_equal(b.to_numpy(np.float32, 250), data)
+    with pytest.raises(GpuError, match=r"arena exhausted: 1\.0 MiB requested"):
+        arena.alloc(1 << 20)
+    arena.reset()
+    assert arena.alloc(1 << 20).ptr == a.ptr
+
+
+def test_pinned_async_roundtrip_on_stream(gpu):
+    from lc0_rocm.gpu.memory import DeviceBuffer, PinnedBuffer
+    from lc0_rocm.gpu.stream import Stream
+
+    n = 1 << 18
+    pin_in, pin_out = PinnedBuffer(n * 4), PinnedBuffer(n * 4)
+    src = pin_in.array(np.float32, n)
+    src[:] = np.random.default_rng().standard_normal(n, dtype=np.float32)
+    dst = pin_out.array(np.float32, n)
+    dst[:] = np.nan
+    buf = DeviceBuffer.allocate(gpu, n * 4)
+    s = Stream(gpu)
+    buf.upload(src, stream=s)
+    buf.download(dst, stream=s)
+    s.synchronize()
+    assert np.array_equal(dst, src)
+
+
+def test_events_time_and_order_work_across_streams(gpu):
+    """A long kernel on stream 1, an event, stream 2 waits for it and copies the result: the copy sees it."""
+    from lc0_rocm.gpu import ops
+    from lc0_rocm.gpu.memory import DeviceBuffer
+    from lc0_rocm.gpu.stream import Event, Stream
+
+    n = 1 << 25  # 32 Mi floats: long enough that an unordered copy would read stale data
+    x = DeviceBuffer.allocate(gpu, n * 4)
+    y = DeviceBuffer.allocate(gpu, n * 4)
+    out = DeviceBuffer.allocate(gpu, n * 4)
+    x.upload(np.full(n, -3.0, dtype=np.float32))
+    y.fill_byte(0)
+    s1, s2 = Stream(gpu), Stream(gpu)
+    start, done = Event(), Event()
+    start.record(s1)
+    for _ in range(4):
+        ops.bias_act(gpu, y, x, None, n, act="relu2", dtype="f32", stream=s1)  # relu2(-3) = 0 ...
+    ops.bias_act(gpu, y, x, None, n, act="selu", dtype="f32", stream=s1)  # ... then selu(-3) != 0
+    done.record(s1)
+    s2.wait(done)
+    out.copy_from(y, stream=s2)
+    s2.synchronize()
+    assert done.query()
+    ms = start.elapsed_ms(done)
+    assert 0 < ms < 10_000
+    got = out.to_numpy(np.float32, n)
+    want = np.float32(1.05070098 * 1.67326324 * np.expm1(-3.0))
+    assert np.allclose(got, want, rtol=1e-6), f"copy saw {np.unique(got)[:5]}, want {want}"
+
+
+def test_compile_cache_second_start_compiles_nothing(gpu, tmp_path, monkeypatch):
+    from lc0_rocm.gpu.compiler import Compiler
+
+    monkeypatch.setenv("LC0_ROCM_CACHE", str(tmp_path))
+    first = Compiler(gpu.arch)
+    code = first.compile_file("bias_act.hip")
+    assert (first.misses, first.hits) == (1, 0) and len(code) > 1000
+    assert len(list((tmp_path / "kernels").glob("bias_act-*.co"))) == 1
+    second = Compiler(gpu.arch)  # a new process start: fresh compiler, same disk cache
+    assert second.compile_file("bias_act.hip") == code
+    assert (second.misses, second.hits) == (0, 1)
+    second.compile_file("bias_act.hip", options=("-DLC0_UNUSED_FLAG=1",))  # other options: other key
+    assert second.misses == 1
+
+
+def test_compile_error_names_file_and_carries_log(gpu, tmp_path, monkeypatch):
+    from lc0_rocm.gpu.compiler import Compiler
+    from lc0_rocm.gpu.hiperr import CompileError
+
+    monkeypatch.setenv("LC0_ROCM_CACHE", str(tmp_path))
+    src = '#include "common.h"\nextern "C" __global__ void broken(float* y) { y[0] = no_such_name; }\n'
+    with pytest.raises(CompileError, match=r"broken\.hip") as info:
+        Compiler(gpu.arch).compile_source(src, "broken.hip")
+    assert "no_such_name" in info.value.log
+
+
+def test_kernel_launch_checks_argument_types(gpu):
+    from lc0_rocm.gpu.kernel import get_kernel
+
+    k = get_kernel(gpu, "bias_act.hip", "bias_act_relu_f32")
+    with pytest.raises(TypeError, match="no explicit type"):
+        k.launch(1, 256, (0, 0, 0, 1, 1, 1))
+    assert k.attribute("MAX_THREADS_PER_BLOCK") >= 256
+
+
+def test_errors_name_the_call_and_the_hip_error(gpu):
+    from lc0_rocm.gpu.hiperr import GpuError, hip_call
+    from lc0_rocm.gpu.kernel import Module
+    from lc0_rocm.gpu.memory import DeviceBuffer
+
+    with pytest.raises(GpuError, match=r"hipSetDevice failed: hipErrorInvalidDevice \(101\)"):
+        hip_call("hipSetDevice", 9999)
+    gpu.make_current()
+    with pytest.raises(GpuError, match=r"out of GPU memory: cannot allocate"):
+        DeviceBuffer.allocate(gpu, 1 << 50)
+    with pytest.raises(GpuError, match=r"hipModuleLoadData failed: hipError\w+"):
+        Module(b"\x7fELF this is not a code object" + bytes(64), gpu)
+    from lc0_rocm.gpu.kernel import get_module
+
+    with pytest.raises(GpuError, match=r"hipModuleGetFunction failed: hipError\w+"):
+        get_module(gpu, "bias_act.hip").function("no_such_kernel")
+    hip_call("hipGetLastError")  # clear sticky state left by the failures above

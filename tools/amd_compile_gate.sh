@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# amd_compile_gate.sh — CI gate, no GPU needed:
+#   1. every lc0_rocm/kernels/*.hip compiles with hipcc for AMD, wave64 (gfx90a) and wave32 (gfx1030),
+#      with -Werror;
+#   2. every kernel compiles with nvcc for sm_90 through the HIP-on-CUDA prelude (the headers libhiprtc.so
+#      gives NVRTC), warnings as errors;
+#   3. hip_on_cuda/hip_abi.h matches hip-python (gen_hip_abi.py --check) and the C sources compile (-Werror).
+# Prints "ok <what>" per step and "FAIL <what>" with the compiler output; exits 1 if anything failed.
+# HIPCC / NVCC override the compilers.
+set -u
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+HIPCC="${HIPCC:-hipcc}"
+NVCC="${NVCC:-nvcc}"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+
+run() {  # run <label> <command...>
+    local label="$1"; shift
+    if "$@" >"$TMP/log" 2>&1; then
+        echo "ok   $label"
+    else
+        echo "FAIL $label"; sed 's/^/     /' "$TMP/log" | head -60; fail=1
+    fi
+}
+
+cd "$ROOT/lc0_rocm/kernels" || exit 1
+for k in *.hip; do
+    run "hipcc gfx90a+gfx1030 $k" env HIP_PLATFORM=amd "$HIPCC" -Werror --offload-arch=gfx90a \
+        --offload-arch=gfx1030 -c "$k" -o "$TMP/${k%.hip}.amd.o"
+    run "nvcc sm_90 (HIP prelude) $k" "$NVCC" -arch=sm_90 -I "$ROOT/hip_on_cuda/include" \
+        -include hip/hip_runtime.h -x cu -Werror all-warnings -c "$k" -o "$TMP/${k%.hip}.nv.o"
+done
+
+cd "$ROOT" || exit 1
+if python3 -c "import hip" 2>/dev/null; then
+    run "hip_abi.h up to date with hip-python" python3 hip_on_cuda/gen_hip_abi.py --check
+else
+    echo "skip hip_abi.h check (hip-python not installed)"
+fi
+run "hip_on_cuda C sources (-Werror)" python3 hip_on_cuda/build.py --check-only --out "$TMP/hoc"
+
+exit $fail
