@@ -170,8 +170,10 @@ def test_parse_backend_options():
 
 def test_create_backend_cpu_and_errors():
     net = load_net(MAIA[0])
-    cpu = create_backend("cpu", net, "batch_size=8")
-    assert cpu.name == "cpu" and cpu.chunk == 8
+    cpu = create_backend("cpu", net, "batch_size=8,threads=2,mlh=false")
+    assert cpu.name == "cpu" and cpu.chunk == 8 and cpu.threads == 2 and cpu.mlh is False
+    with pytest.raises(BackendError, match="threads"):
+        create_backend("cpu", net, "threads=-1")
     with pytest.raises(BackendError, match="unknown backend"):
         create_backend("cuda", net)
     with pytest.raises(BackendError, match="batch_size"):

@@ -263,3 +263,16 @@ def test_cpu_backend_empty_batch_and_mlh_switch(generated_dir):
     assert CpuBackend(net, mlh=False).evaluate(one).mlh is None
     out64 = CpuBackend(net, dtype=np.float64).evaluate(one)
     assert out64.policy.dtype == np.float32
+
+
+def test_blas_thread_limit_is_scoped():
+    from lc0_rocm import blas_threads
+
+    if not blas_threads.available():
+        pytest.skip("numpy's BLAS is not an OpenBLAS we can control")
+    before = blas_threads.get_threads()
+    with blas_threads.limit(1):
+        assert blas_threads.get_threads() == 1
+    assert blas_threads.get_threads() == before
+    with blas_threads.limit(None):
+        assert blas_threads.get_threads() == before

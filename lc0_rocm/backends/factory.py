@@ -9,7 +9,8 @@ stderr. The GPU module `lc0_rocm.backends.rocm` is imported only when asked for;
 
 Options understood here: `policy_head` / `value_head` (heads are chosen when the net is loaded:
 pass `head_options(opts)` to `load_net`; create_backend only checks the net matches), `mlh`
-(true/false: false drops the moves-left output), `batch_size` (cpu: positions per numpy chunk).
+(true/false: false drops the moves-left output), `batch_size` (cpu: positions per numpy chunk),
+`threads` (cpu: BLAS threads, default 1).
 Other keys are passed to the GPU backend untouched and ignored by the cpu backend, as lc0 does.
 """
 
@@ -102,16 +103,22 @@ def _create_rocm(name: str, net: NetDescription, opts: dict[str, str]) -> Backen
 def _create_cpu(net: NetDescription, opts: dict[str, str]) -> Backend:
     from .cpu import DEFAULT_CHUNK, CpuBackend
 
-    chunk = DEFAULT_CHUNK
-    if "batch_size" in opts:
-        try:
-            chunk = int(opts["batch_size"])
-        except ValueError:
-            chunk = 0
-        if chunk < 1:
-            raise BackendError(f"backend option batch_size={opts['batch_size']!r}: expected a positive integer")
+    chunk = _parse_positive(opts, "batch_size", DEFAULT_CHUNK)
+    threads = _parse_positive(opts, "threads", None)
     mlh = _parse_bool("mlh", opts["mlh"]) if "mlh" in opts else True
-    return CpuBackend(net, chunk=chunk, mlh=mlh)
+    return CpuBackend(net, chunk=chunk, mlh=mlh, threads=threads)
+
+
+def _parse_positive(opts: dict[str, str], key: str, default):
+    if key not in opts:
+        return default
+    try:
+        value = int(opts[key])
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise BackendError(f"backend option {key}={opts[key]!r}: expected a positive integer")
+    return value
 
 
 def create_backend(name: str, net: NetDescription, options: str = "") -> Backend:
