@@ -166,4 +166,8 @@ def test_errors_name_the_call_and_the_hip_error(gpu):
 
     with pytest.raises(GpuError, match=r"hipModuleGetFunction failed: hipError\w+"):
         get_module(gpu, "bias_act.hip").function("no_such_kernel")
-    hip_call("hipGetLastError")  # clear sticky state left by the failures above
+    from lc0_rocm.gpu.hiperr import hip_modules
+
+    hip = hip_modules()["hip"]
+    assert int(hip.hipGetLastError()[0].value) != 0  # the failures above are reported once ...
+    assert int(hip.hipGetLastError()[0].value) == 0  # ... and then cleared
