@@ -1,0 +1,194 @@
+"""Host launchers of the network kernels (lc0_rocm/kernels/{expand_planes,layernorm,embedding,attention,
+conv,policy,heads}.hip); their numpy twins are the functions of `lc0_rocm.reference`.
+
+`NnKernels(device, dtype)` binds a device and a storage dtype ('f32' or 'f16'); each method checks sizes
+and arguments, then launches asynchronously on the given stream (the device's default stream if None).
+Buffers are `DeviceBuffer`s; optional ones may be None (passed as a null pointer). Sizes are in elements
+of the storage dtype unless a method says float32 or int32.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .kernel import get_kernel, ptr
+
+# activation name -> code; mirrors LC0_ACT_* in lc0_rocm/kernels/common.h
+ACT_CODES = {"none": 0, "relu": 1, "relu2": 2, "mish": 3, "swish": 4, "selu": 5, "tanh": 6, "sigmoid": 7}
+DTYPE_SIZES = {"f32": 4, "f16": 2}
+BLOCK = 256
+MAX_MHA_DEPTH = 64
+POLICY_SIZE = 1858
+ATTENTION_MAP_SIZE = 4288
+
+
+def _grid(total: int, block: int = BLOCK) -> int:
+    return max(1, (total + block - 1) // block)
+
+
+def _p(buf):
+    return ptr(0) if buf is None else buf
+
+
+def act_code(name: str) -> int:
+    try:
+        return ACT_CODES[name]
+    except KeyError:
+        raise ValueError(f"unknown activation {name!r} (known: {', '.join(ACT_CODES)})") from None
+
+
+class NnKernels:
+    """The network kernels of one device and storage dtype."""
+
+    def __init__(self, device, dtype: str):
+        if dtype not in DTYPE_SIZES:
+            raise ValueError(f"dtype must be 'f32' or 'f16', got {dtype!r}")
+        self.device, self.dtype, self.size = device, dtype, DTYPE_SIZES[dtype]
+
+    # ------------------------------------------------------------------ helpers
+
+    def _k(self, filename: str, name: str, options=()):
+        return get_kernel(self.device, filename, f"{name}_{self.dtype}", options)
+
+    def _need(self, what: str, buf, count: int, size: int | None = None) -> None:
+        if buf is None:
+            return
+        nbytes = count * (self.size if size is None else size)
+        if buf.nbytes < nbytes:
+            raise ValueError(f"{what}: buffer of {buf.nbytes} bytes, needs {nbytes}")
+
+    # ------------------------------------------------------------------ input
+
+    def expand_planes(self, masks, values, out, n: int, ld: int, pe_map: bool = False, vec12=None, stream=None):
+        """out [n*64, ld] <- planes (+ kPosEncoding columns 112..175 if pe_map); vec12 [n, 768] optional.
+
+        masks: uint64 [n, 112] buffer, values: float32 [n, 112] buffer.
+        """
+        cols = 176 if pe_map else 112
+        if ld < cols:
+            raise ValueError(f"expand_planes: ld {ld} < {cols} columns")
+        self._need("masks", masks, n * 112, 8)
+        self._need("values", values, n * 112, 4)
+        self._need("out", out, n * 64 * ld)
+        self._need("vec12", vec12, n * 768)
+        total = n * 64 * cols
+        self._k("expand_planes.hip", "expand_planes").launch(
+            _grid(total), BLOCK, (masks, values, out, _p(vec12), np.int32(n), np.int32(ld), np.int32(int(pe_map))),
+            stream=stream)
+
+    def copy_columns(self, src, dst, rows: int, width: int, ld_dst: int, col0: int, stream=None):
+        """dst[r, col0:col0+width] <- src[r, :] (src rows are `width` long)."""
+        if col0 + width > ld_dst:
+            raise ValueError(f"copy_columns: columns {col0}..{col0 + width} exceed ld {ld_dst}")
+        self._need("src", src, rows * width)
+        self._need("dst", dst, rows * ld_dst)
+        self._k("expand_planes.hip", "copy_columns").launch(
+            _grid(rows * width), BLOCK,
+            (src, dst, np.int32(rows), np.int32(width), np.int32(ld_dst), np.int32(col0)), stream=stream)
+
+    # ------------------------------------------------------------------ normalisation and gating
+
+    def layernorm(self, x, out, rows: int, C: int, gamma, beta, eps: float, bias=None, skip=None,
+                  alpha: float = 1.0, act: str = "none", gate_mul=None, gate_add=None, stream=None):
+        """out = LN(alpha * act(x + bias) + skip) * gamma + beta (* gate_mul + gate_add), per row of C."""
+        if (gate_mul is None) != (gate_add is None):
+            raise ValueError("layernorm: gate_mul and gate_add go together")
+        if C * 4 > self.device.max_shared_per_block:
+            raise ValueError(f"layernorm: row of {C} floats exceeds the block's shared memory")
+        for what, buf, count in (("x", x, rows * C), ("out", out, rows * C), ("skip", skip, rows * C),
+                                 ("bias", bias, C), ("gamma", gamma, C), ("beta", beta, C),
+                                 ("gate_mul", gate_mul, 64 * C), ("gate_add", gate_add, 64 * C)):
+            self._need(what, buf, count)
+        warp = self.device.warp_size
+        threads = min(1024, max(warp, -(-C // (4 * warp)) * warp))  # about 4 elements per thread
+        self._k("layernorm.hip", "layernorm").launch(
+            rows, threads,
+            (x, _p(bias), _p(skip), out, gamma, beta, _p(gate_mul), _p(gate_add), np.int32(C),
+             np.float32(alpha), np.float32(eps), np.int32(act_code(act))),
+            shared=C * 4, stream=stream)
+
+    def gate(self, x, gate_mul, gate_add, rows: int, C: int, stream=None):
+        """In place: x[r, c] = x[r, c] * gate_mul[r % 64, c] + gate_add[r % 64, c]."""
+        for what, buf, count in (("x", x, rows * C), ("gate_mul", gate_mul, 64 * C), ("gate_add", gate_add, 64 * C)):
+            self._need(what, buf, count)
+        self._k("embedding.hip", "gate").launch(
+            _grid(rows * C), BLOCK, (x, gate_mul, gate_add, np.int32(rows), np.int32(C)), stream=stream)
+
+    # ------------------------------------------------------------------ attention
+
+    def mha(self, qkv, n: int, dm: int, heads: int, out, bias=None, ld_out: int | None = None, stream=None):
+        """Fused attention: qkv [n*64, 3*dm] (Q|K|V), bias [n, heads, 64, 64] or None -> out [n*64, ld_out]."""
+        if dm % heads:
+            raise ValueError(f"mha: d_model {dm} not divisible by {heads} heads")
+        depth = dm // heads
+        if depth > MAX_MHA_DEPTH:
+            raise ValueError(f"mha: head depth {depth} > {MAX_MHA_DEPTH} is not supported")
+        ld_out = dm if ld_out is None else ld_out
+        self._need("qkv", qkv, n * 64 * 3 * dm)
+        self._need("out", out, n * 64 * ld_out)
+        self._need("bias", bias, n * heads * 4096)
+        k = self._k("attention.hip", "mha", (f"-DMHA_DEPTH={depth}",))
+        k.launch((heads, n), 64,
+                 (qkv, np.int32(3 * dm), np.int32(dm), np.int32(heads), _p(bias), out, np.int32(ld_out),
+                  np.float32(1.0 / math.sqrt(depth))), stream=stream)
+
+    # ------------------------------------------------------------------ convolution tower
+
+    def im2col3x3(self, x, cols, n: int, C: int, stream=None):
+        """cols [n*64, 9*C] <- 3x3 patches of x [n*64, C] (zero padding), column (kh*3+kw)*C + c."""
+        self._need("x", x, n * 64 * C)
+        self._need("cols", cols, n * 64 * 9 * C)
+        total = n * 64 * 9 * C
+        if total >= 2**31:
+            raise ValueError(f"im2col3x3: {total} elements exceed the kernel's int32 range")
+        self._k("conv.hip", "im2col3x3").launch(_grid(total), BLOCK, (x, cols, np.int32(n), np.int32(C)),
+                                                stream=stream)
+
+    def se_pool(self, z, pooled, n: int, C: int, stream=None):
+        """pooled [n, C] <- mean over the 64 squares of z [n*64, C]."""
+        self._need("z", z, n * 64 * C)
+        self._need("pooled", pooled, n * C)
+        self._k("conv.hip", "se_pool").launch(_grid(n * C), BLOCK, (z, pooled, np.int32(n), np.int32(C)),
+                                              stream=stream)
+
+    def residual(self, z, skip, out, n: int, C: int, act: str, se=None, stream=None):
+        """out = act(sigmoid(se[:, :C]) * z + se[:, C:] + skip), or act(z + skip) without se."""
+        for what, buf, count in (("z", z, n * 64 * C), ("skip", skip, n * 64 * C), ("out", out, n * 64 * C),
+                                 ("se", se, n * 2 * C)):
+            self._need(what, buf, count)
+        self._k("conv.hip", "residual").launch(
+            _grid(n * 64 * C), BLOCK, (z, skip, _p(se), out, np.int32(n), np.int32(C), np.int32(act_code(act))),
+            stream=stream)
+
+    # ------------------------------------------------------------------ heads
+
+    def attention_policy(self, qk, n: int, pdm: int, ppo, policy_map, out, stream=None):
+        """out float32 [n, 1858] <- attention policy from qk [n*64, 2*pdm] (Qp|Kp) and ppo [4, pdm].
+
+        policy_map: int32 [4288] raw index -> 1858 index or -1.
+        """
+        self._need("qk", qk, n * 64 * 2 * pdm)
+        self._need("ppo", ppo, 4 * pdm)
+        self._need("policy_map", policy_map, ATTENTION_MAP_SIZE, 4)
+        self._need("out", out, n * POLICY_SIZE, 4)
+        self._k("policy.hip", "attention_policy").launch(
+            n, 256, (qk, np.int32(pdm), ppo, policy_map, out, np.float32(1.0 / math.sqrt(pdm))), stream=stream)
+
+    def policy_gather(self, x, stride: int, idx, out, n: int, stream=None):
+        """out float32 [n, 1858] <- x[b*stride + idx[m]]; idx int32 [1858]."""
+        self._need("x", x, n * stride)
+        self._need("idx", idx, POLICY_SIZE, 4)
+        self._need("out", out, n * POLICY_SIZE, 4)
+        self._k("policy.hip", "policy_gather").launch(
+            _grid(n * POLICY_SIZE), BLOCK, (x, np.int32(stride), idx, out, np.int32(n)), stream=stream)
+
+    def head_outputs(self, v, ld_v: int, wdl: bool, out, n: int, m=None, ld_m: int = 1, stream=None):
+        """out float32 [n, 5] = (W, D, L, Q, M) from the value logits v [n, ld_v] and moves-left m [n, ld_m]."""
+        self._need("v", v, n * ld_v)
+        self._need("m", m, n * ld_m)
+        self._need("out", out, n * 5, 4)
+        self._k("heads.hip", "head_outputs").launch(
+            _grid(n), BLOCK, (v, np.int32(ld_v), np.int32(int(wdl)), _p(m), np.int32(ld_m), out, np.int32(n)),
+            stream=stream)

@@ -1,0 +1,50 @@
+"""The fused multi-head attention kernel (smolgen bias inside) vs its float64 twin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nn_twins as twin
+from gpucheck import assert_close
+from nnkit import BATCHES, TOL, Dev
+
+pytestmark = pytest.mark.gpu
+
+# (d_model, heads): head depths 16 (small nets), 32 (T82/BT4), 64 (the kernel's maximum), 8
+SHAPES = [(128, 8), (256, 8), (128, 2), (64, 8)]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("n", BATCHES)
+@pytest.mark.parametrize("dm,heads", SHAPES)
+@pytest.mark.parametrize("smolgen", [True, False])
+def test_mha(gpu, dtype, n, dm, heads, smolgen):
+    d = Dev(gpu, dtype)
+    rng = np.random.default_rng()
+    qkv = d.rand(rng, (n * 64, 3 * dm), 1.5)
+    bias = d.rand(rng, (n, heads, 64, 64), 2.0) if smolgen else None
+    out = d.nan(n * 64 * dm)
+    d.k.mha(d.put(qkv), n, dm, heads, out, bias=d.put(bias) if smolgen else None)
+    rtol, atol = TOL[dtype]
+    assert_close(d.get(out, (n * 64, dm)), twin.mha(qkv, n, dm, heads, bias), rtol, atol,
+                 f"mha dm={dm} heads={heads} smolgen={smolgen} {dtype} n={n}")
+
+
+def test_mha_strided_output_and_large_logits(gpu):
+    """Output into a wider buffer (ld_out > dm) leaves the other columns alone; logits ~ +-60 stay finite."""
+    d = Dev(gpu, "f32")
+    rng = np.random.default_rng()
+    n, dm, heads, ld = 3, 64, 2, 80
+    qkv = d.rand(rng, (n * 64, 3 * dm), 6.0)
+    out = d.nan(n * 64 * ld)
+    d.k.mha(d.put(qkv), n, dm, heads, out, ld_out=ld)
+    got = d.get(out, (n * 64, ld))
+    assert_close(got[:, :dm], twin.mha(qkv, n, dm, heads), 2e-5, 2e-5, "mha strided")
+    assert np.isnan(got[:, dm:]).all()
+
+
+def test_mha_rejects_depth_above_64(gpu):
+    d = Dev(gpu, "f32")
+    with pytest.raises(ValueError, match="depth 128"):
+        d.k.mha(d.nan(64 * 3 * 256), 1, 256, 2, d.nan(64 * 256))
