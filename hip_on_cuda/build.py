@@ -33,7 +33,11 @@ class BuildError(RuntimeError):
 
 
 def find_cuda(explicit: str | None) -> Path:
-    candidates = [explicit, os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    if explicit:
+        if not (Path(explicit) / "include" / "cuda_runtime_api.h").exists():
+            raise BuildError(f"{explicit} is not a CUDA toolkit (no include/cuda_runtime_api.h)")
+        return Path(explicit)
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
     nvcc = shutil.which("nvcc")
     if nvcc:
         candidates.append(str(Path(nvcc).resolve().parent.parent))
