@@ -1,0 +1,197 @@
+"""`lc0-rocm validate`: compare a backend with the numpy CPU reference over a built-in position suite.
+
+Evaluates the first N positions of `lc0_rocm.validation_positions` with the chosen backend and with the
+float32 CPU reference (lc0's CPU precision), and prints one table: max and mean |Δ| of the policy
+probabilities (softmax over the legal moves, temperature 1), the raw logits, W, D, L, Q and moves-left,
+the top-1 move agreement and the NaN count. Limits depend on the backend's precision:
+
+  fp32 (rocm, cpu):       every max |Δ| (probabilities, W, D, L, Q, moves-left) <= 1e-4, no NaN
+  fp16 (rocm-fp16/-auto): top-1 agreement >= 99%, mean |ΔQ| <= 0.005, max |ΔQ| <= 0.03, no NaN
+
+Exit status: 0 within limits, 2 outside them (the table marks which), 1 on an error (bad arguments,
+unreadable net, no GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+FP32_LIMIT = 1e-4
+FP16_TOP1 = 0.99
+FP16_Q_MEAN = 0.005
+FP16_Q_MAX = 0.03
+DEFAULT_POSITIONS = 512
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--weights", "-w", metavar="FILE", help="network file (default: the bundled net)")
+    parser.add_argument("--backend", "-b", default="auto", help="backend to check: rocm, rocm-fp16, rocm-auto, auto, cpu")
+    parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="lc0-style backend options")
+    parser.add_argument("--positions", "-n", type=int, default=DEFAULT_POSITIONS, metavar="N",
+                        help=f"positions from the built-in suite (default {DEFAULT_POSITIONS})")
+    parser.add_argument("--batch", type=int, default=256, metavar="N", help="positions per evaluation (default 256)")
+
+
+@dataclass
+class Comparison:
+    """Differences between a backend's outputs and the reference's over a set of positions."""
+
+    positions: int = 0
+    scored: int = 0  # positions with legal moves (policy metrics are over these)
+    max_abs: dict = field(default_factory=dict)  # quantity -> max |Δ|
+    mean_abs: dict = field(default_factory=dict)  # quantity -> mean |Δ|
+    top1: float = 1.0
+    nan: int = 0
+
+
+QUANTITIES = ("policy", "logits", "W", "D", "L", "Q", "MLH")
+LABELS = {"policy": "policy (probs)", "logits": "policy (logits)", "W": "W", "D": "D", "L": "L", "Q": "Q",
+          "MLH": "moves left"}
+
+
+def compare(ref, out, legal_indices) -> Comparison:
+    """Compare two `NetOutputs` of the same positions; legal_indices[i] = int array of legal-move indices."""
+    import numpy as np
+
+    c = Comparison(positions=len(ref))
+    nan = 0
+    for arr in (out.policy, out.wdl, out.q, out.d, out.mlh):
+        if arr is not None:
+            nan += int(np.isnan(arr).sum())
+    c.nan = nan
+
+    prob_d, logit_d, agree = [], [], []
+    for i, idx in enumerate(legal_indices):
+        if len(idx) == 0:
+            continue
+        a = ref.policy[i, idx].astype(np.float64)
+        b = out.policy[i, idx].astype(np.float64)
+        logit_d.append(np.abs(b - a))
+        pa, pb = _softmax(a), _softmax(b)
+        prob_d.append(np.abs(pb - pa))
+        agree.append(int(np.argmax(a)) == int(np.argmax(b)) if not np.isnan(b).any() else False)
+    c.scored = len(agree)
+    c.top1 = float(np.mean(agree)) if agree else 1.0
+
+    def put(name, diffs):
+        d = np.concatenate([np.ravel(x) for x in diffs]) if diffs else np.zeros(0)
+        d = np.where(np.isnan(d), np.inf, d)  # a NaN is as far off as anything can be
+        c.max_abs[name] = float(d.max()) if d.size else 0.0
+        c.mean_abs[name] = float(d.mean()) if d.size else 0.0
+
+    put("policy", prob_d)
+    put("logits", logit_d)
+    if ref.wdl is not None and out.wdl is not None:
+        for j, name in enumerate("WDL"):
+            put(name, [np.abs(out.wdl[:, j].astype(np.float64) - ref.wdl[:, j])])
+    put("Q", [np.abs(out.q.astype(np.float64) - ref.q)])
+    if ref.mlh is not None and out.mlh is not None:
+        put("MLH", [np.abs(out.mlh.astype(np.float64) - ref.mlh)])
+    return c
+
+
+def _softmax(x):
+    import numpy as np
+
+    e = np.exp(x - np.max(x))
+    return e / e.sum()
+
+
+def limits(precision: str) -> dict:
+    """quantity -> (max limit or None, mean limit or None); plus 'top1' -> minimum agreement."""
+    if precision == "fp16":
+        return {"Q": (FP16_Q_MAX, FP16_Q_MEAN), "top1": FP16_TOP1}
+    return {q: (FP32_LIMIT, None) for q in ("policy", "W", "D", "L", "Q", "MLH")}
+
+
+def failures(c: Comparison, precision: str) -> list[str]:
+    """Human-readable reasons the comparison is outside the limits of `precision` (empty: pass)."""
+    lim = limits(precision)
+    bad = []
+    if c.nan:
+        bad.append(f"{c.nan} NaN values")
+    for q, (mx, mean) in ((k, v) for k, v in lim.items() if k != "top1"):
+        if q not in c.max_abs:
+            continue
+        if mx is not None and not c.max_abs[q] <= mx:
+            bad.append(f"max |Δ{LABELS[q]}| {c.max_abs[q]:.3g} > {mx:g}")
+        if mean is not None and not c.mean_abs[q] <= mean:
+            bad.append(f"mean |Δ{LABELS[q]}| {c.mean_abs[q]:.3g} > {mean:g}")
+    if "top1" in lim and c.top1 < lim["top1"]:
+        bad.append(f"top-1 agreement {100 * c.top1:.2f}% < {100 * lim['top1']:.0f}%")
+    return bad
+
+
+def format_table(c: Comparison, precision: str) -> str:
+    lim = limits(precision)
+    rows = [f"{'quantity':<17}{'max |Δ|':>12}{'mean |Δ|':>12}   limit"]
+    for q in QUANTITIES:
+        if q not in c.max_abs:
+            continue
+        mx, mean = lim.get(q, (None, None))
+        limit = ", ".join(s for s in ((f"max {mx:g}" if mx is not None else ""),
+                                      (f"mean {mean:g}" if mean is not None else "")) if s) or "-"
+        rows.append(f"{LABELS[q]:<17}{c.max_abs[q]:>12.3e}{c.mean_abs[q]:>12.3e}   {limit}")
+    top1_limit = f">= {100 * lim['top1']:.0f}%" if "top1" in lim else "-"
+    rows.append(f"{'top-1 agreement':<17}{100 * c.top1:>11.2f}%{'':>12}   {top1_limit}  ({c.scored} positions)")
+    rows.append(f"{'NaN values':<17}{c.nan:>12d}{'':>12}   0")
+    return "\n".join(rows)
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from .. import validation_positions
+    from ..backends.cpu import CpuBackend
+    from ..backends.factory import create_backend, head_options, parse_backend_options
+    from ..default_net import default_net_path
+    from ..encoding.planes import encode_positions
+    from ..encoding.policy_map import legal_move_indices
+    from ..errors import Lc0RocmError
+    from ..net.loader import load_net
+
+    if args.positions < 1:
+        raise Lc0RocmError(f"--positions must be >= 1, got {args.positions}")
+    if args.batch < 1:
+        raise Lc0RocmError(f"--batch must be >= 1, got {args.batch}")
+    opts = parse_backend_options(args.backend_opts)
+    weights = args.weights or default_net_path()
+    net = load_net(weights, **head_options(opts))
+    backend = create_backend(args.backend, net, args.backend_opts)
+    try:
+        boards = validation_positions.boards(args.positions)
+        planes = encode_positions(boards, net.input_format)
+        legal = [legal_move_indices(b, int(t))[1] for b, t in zip(boards, planes.transforms)]
+        precision = getattr(backend, "precision", "fp32")
+        out = _evaluate(backend, planes, args.batch)
+    finally:
+        backend.close()
+    mlh = "mlh" not in opts or opts["mlh"].lower() not in ("false", "0", "no", "off")
+    ref = _evaluate(CpuBackend(net, dtype=np.float32, mlh=mlh), planes, args.batch)
+
+    c = compare(ref, out, legal)
+    print(f"validate: {backend.name} ({precision}) vs cpu reference (float32), {weights}, {c.positions} positions")
+    print(format_table(c, precision))
+    bad = failures(c, precision)
+    print("result: PASS" if not bad else "result: FAIL (" + "; ".join(bad) + ")")
+    return 0 if not bad else 2
+
+
+def _evaluate(backend, planes, batch: int):
+    from ..backends.base import NetOutputs
+    from ..encoding.packed import PackedPlanes
+    import numpy as np
+
+    parts = []
+    for start in range(0, len(planes), batch):
+        stop = min(len(planes), start + batch)
+        parts.append(backend.evaluate(PackedPlanes(planes.masks[start:stop], planes.values[start:stop],
+                                                   planes.transforms[start:stop])))
+
+    def cat(get):
+        arrs = [get(p) for p in parts]
+        return None if arrs[0] is None else np.concatenate(arrs)
+
+    return NetOutputs(policy=cat(lambda p: p.policy), wdl=cat(lambda p: p.wdl), q=cat(lambda p: p.q),
+                      d=cat(lambda p: p.d), mlh=cat(lambda p: p.mlh))

@@ -1,0 +1,151 @@
+"""`lc0-rocm validate` on the CPU: argument errors, the comparison arithmetic and the table.
+
+The GPU comparison itself runs in tests/gpu/test_network_gpu.py; here the comparison and limit logic
+are checked on constructed outputs with known differences, and the CLI end to end with the cpu backend
+(which must come out exactly equal to the reference it is compared with).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lc0_rocm import validation_positions
+from lc0_rocm.backends.base import NetOutputs
+from lc0_rocm.cli import main
+from lc0_rocm.commands import validate as v
+
+from netpaths import WEIGHTS_DIR
+
+BT_SMALL = WEIGHTS_DIR / "bt-small-smolgen-pedense.pb.gz"
+SE_CLASSICAL = WEIGHTS_DIR / "se-classical-small.pb.gz"
+
+
+def _outputs(rng, n, mlh=True):
+    wdl = rng.dirichlet([1, 1, 1], size=n).astype(np.float32)
+    return NetOutputs(policy=rng.standard_normal((n, 1858)).astype(np.float32), wdl=wdl, q=wdl[:, 0] - wdl[:, 2],
+                      d=wdl[:, 1].copy(), mlh=(rng.random(n) * 50).astype(np.float32) if mlh else None)
+
+
+def _copy(o, **changes):
+    fields = {k: (None if getattr(o, k) is None else getattr(o, k).copy()) for k in ("policy", "wdl", "q", "d", "mlh")}
+    fields.update(changes)
+    return NetOutputs(**fields)
+
+
+def test_compare_measures_known_differences():
+    rng = np.random.default_rng(7)
+    n = 10
+    ref = _outputs(rng, n)
+    legal = [np.array([3, 17, 400]) for _ in range(n)]
+    legal[4] = np.zeros(0, dtype=np.int32)  # a checkmate: no policy metrics for it
+    policy = ref.policy.copy()
+    worst = int(legal[0][np.argmin(ref.policy[0, legal[0]])])
+    policy[0, worst] = policy[0, legal[0]].max() + 5.0  # position 0: its worst move becomes the best
+    q = ref.q.copy()
+    q[2] += 0.25
+    out = _copy(ref, policy=policy, q=q)
+    c = v.compare(ref, out, legal)
+    assert c.positions == 10 and c.scored == 9
+    assert c.top1 == pytest.approx(8 / 9)
+    assert c.max_abs["Q"] == pytest.approx(0.25, abs=1e-6)
+    assert c.mean_abs["Q"] == pytest.approx(0.025, abs=1e-6)
+    assert c.max_abs["logits"] == pytest.approx(abs(policy[0, worst] - ref.policy[0, worst]), rel=1e-6)
+    assert c.max_abs["W"] == 0 and c.max_abs["MLH"] == 0 and c.nan == 0
+    assert c.max_abs["policy"] > 0.1  # the boosted move takes most of position 0's probability
+
+
+def test_nan_counts_and_fails_every_precision():
+    rng = np.random.default_rng(8)
+    ref = _outputs(rng, 4)
+    policy = ref.policy.copy()
+    policy[1, 5] = np.nan
+    mlh = ref.mlh.copy()
+    mlh[3] = np.nan
+    c = v.compare(ref, _copy(ref, policy=policy, mlh=mlh), [np.array([5, 6])] * 4)
+    assert c.nan == 2
+    assert c.max_abs["MLH"] == np.inf
+    for precision in ("fp32", "fp16"):
+        assert any("NaN" in r for r in v.failures(c, precision))
+
+
+def test_limits_per_precision():
+    rng = np.random.default_rng(9)
+    ref = _outputs(rng, 200, mlh=False)
+    legal = [np.arange(20)] * 200
+    q = ref.q + 0.004  # mean 0.004: inside fp16's 0.005, far outside fp32's 1e-4
+    c = v.compare(ref, _copy(ref, q=q), legal)
+    assert v.failures(c, "fp16") == []
+    assert any("Q" in r for r in v.failures(c, "fp32"))
+    q2 = ref.q.copy()
+    q2[0] += 0.05  # one position off by more than fp16's max
+    assert any("max |ΔQ|" in r for r in v.failures(v.compare(ref, _copy(ref, q=q2), legal), "fp16"))
+    policy = ref.policy.copy()
+    for i in range(3):  # 3 of 200 positions change their best move: 98.5% < 99%
+        policy[i, np.argmin(policy[i, :20])] = 100.0
+    c3 = v.compare(ref, _copy(ref, policy=policy), legal)
+    assert c3.top1 == pytest.approx(197 / 200)
+    assert any("top-1" in r for r in v.failures(c3, "fp16"))
+
+
+def test_table_format_lists_every_quantity_and_limit():
+    rng = np.random.default_rng(10)
+    ref = _outputs(rng, 3)
+    c = v.compare(ref, _copy(ref), [np.array([1, 2])] * 3)
+    lines = v.format_table(c, "fp16").splitlines()
+    assert lines[0].split() == ["quantity", "max", "|Δ|", "mean", "|Δ|", "limit"]
+    labels = [ln[:17].strip() for ln in lines[1:]]
+    assert labels == ["policy (probs)", "policy (logits)", "W", "D", "L", "Q", "moves left", "top-1 agreement",
+                      "NaN values"]
+    q_line = next(ln for ln in lines if ln.startswith("Q "))
+    assert "max 0.03, mean 0.005" in q_line
+    assert "100.00%" in next(ln for ln in lines if ln.startswith("top-1"))
+
+
+def test_cli_cpu_backend_is_exactly_the_reference(capsys):
+    assert main(["validate", "--weights", str(BT_SMALL), "--backend", "cpu", "--positions", "6", "--batch", "4"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("validate: cpu (fp32) vs cpu reference (float32)") and "6 positions" in out[0]
+    rows = {ln[:17].strip(): ln[17:].split() for ln in out[1:-1]}
+    for q in ("policy (probs)", "policy (logits)", "W", "D", "L", "Q", "moves left"):
+        assert float(rows[q][0]) == 0.0 and float(rows[q][1]) == 0.0
+    assert rows["NaN values"][0] == "0"
+    assert out[-1] == "result: PASS"
+
+
+def test_cli_tanh_value_net_has_no_wdl_rows(capsys):
+    assert main(["validate", "-w", str(SE_CLASSICAL), "-b", "cpu", "-n", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "\nQ " in out and "\nW " not in out and "moves left" not in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--positions", "0"], "--positions must be >= 1"),
+    (["--batch", "0"], "--batch must be >= 1"),
+    (["--backend", "gpu9"], "unknown backend 'gpu9'"),
+    (["--backend-opts", "nonsense"], "bad backend option"),
+    (["--backend-opts", "policy_head=nope"], "policy head"),
+])
+def test_cli_argument_errors_are_one_line(capsys, argv, message):
+    assert main(["validate", "-w", str(BT_SMALL), "-b", "cpu"] + argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("lc0-rocm: error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_missing_weights_file(capsys, tmp_path):
+    assert main(["validate", "-w", str(tmp_path / "nope.pb.gz"), "-b", "cpu"]) == 1
+    assert "lc0-rocm: error:" in capsys.readouterr().err
+
+
+def test_position_suite_is_legal_varied_and_stable():
+    suite = validation_positions.suite(600)
+    assert len(suite) == 600 and suite == validation_positions.suite(600)
+    assert validation_positions.suite(5) == list(validation_positions.CURATED[:5])
+    boards = validation_positions.boards(600)
+    black = sum(not b.turn for b in boards)
+    assert 200 < black < 400
+    assert sum(any(m.promotion for m in b.legal_moves) for b in boards) >= 8
+    assert sum(b.is_checkmate() for b in boards) >= 2
+    assert len({b.fen() for b in boards}) > 560
+    with pytest.raises(ValueError):
+        validation_positions.suite(0)
