@@ -7,6 +7,7 @@ Needs a C compiler and the CUDA headers + libcudart (nvcc's toolkit); skips wher
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import re
 import subprocess
@@ -16,8 +17,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "hip_on_cuda"))
-import build as hoc_build  # noqa: E402  (hip_on_cuda/build.py)
+_spec = importlib.util.spec_from_file_location("hip_on_cuda_build", ROOT / "hip_on_cuda" / "build.py")
+hoc_build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hoc_build)
 
 # hip-python looks these up under other names than the Python function's.
 C_SYMBOL = {"hipGetDeviceProperties": "hipGetDevicePropertiesR0600"}

@@ -6,7 +6,7 @@ Nothing in this package imports hip at import time; every module imports it lazi
 
 API (all sizes in bytes unless said; pointers are plain ints; every failure raises `GpuError`/`CompileError`):
 
-    from lc0_rocm.gpu import device, memory, stream, compiler, kernel, gemm
+    from lc0_rocm.gpu import device, memory, stream, compiler, kernel, gemm, ops
 
     dev = device.get_device(0)        # Device: .index .name .arch ('gfx90a', 'sm_90') .arch_full .warp_size
                                       #   .cu_count .total_memory .l2_bytes .max_shared_per_block .free_memory()
@@ -30,7 +30,8 @@ API (all sizes in bytes unless said; pointers are plain ints; every failure rais
     g.linear(x, w, y, m, n, k, bias=None, act="none"|"relu"|"gelu", dtype="f16"|"f32", stream=None)
                                       #   row-major y[m,n] = x[m,k] @ w[n,k].T (+ bias[n]) (act); fp32 accumulate;
                                       #   algo autotuned once per (m,n,k,dtype,act), cached on disk per device
-    from lc0_rocm.gpu.ops import bias_act; bias_act(dev, x, bias, y, rows, cols, act, dtype, stream)
+    ops.bias_act(dev, y, x, bias, total, channels=1, inner=1, act="mish", dtype="f16", stream=None)
+                                      #   y = act(x + bias[(i // inner) % channels]); bias may be None, y may be x
 
 Kernels live in lc0_rocm/kernels/*.hip (conventions in lc0_rocm/kernels/README.md); they may
 `#include "common.h"` (warp reductions, 64-bit ballot, fp16 helpers); all .h files of that folder are given
