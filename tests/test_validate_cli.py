@@ -2,7 +2,7 @@
 
 The GPU comparison itself runs in tests/gpu/test_network_gpu.py; here the comparison and limit logic
 are checked on constructed outputs with known differences, and the CLI end to end with the cpu backend
-(which must come out exactly equal to the reference it is compared with).
+(which must come out equal to the reference up to float32 rounding).
 """
 
 from __future__ import annotations
@@ -102,13 +102,14 @@ def test_table_format_lists_every_quantity_and_limit():
     assert "100.00%" in next(ln for ln in lines if ln.startswith("top-1"))
 
 
-def test_cli_cpu_backend_is_exactly_the_reference(capsys):
+def test_cli_cpu_backend_matches_the_reference(capsys):
     assert main(["validate", "--weights", str(BT_SMALL), "--backend", "cpu", "--positions", "6", "--batch", "4"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("validate: cpu (fp32) vs cpu reference (float32)") and "6 positions" in out[0]
     rows = {ln[:17].strip(): ln[17:].split() for ln in out[1:-1]}
     for q in ("policy (probs)", "policy (logits)", "W", "D", "L", "Q", "moves left"):
-        assert float(rows[q][0]) == 0.0 and float(rows[q][1]) == 0.0
+        # same arithmetic, but the reference may use more BLAS threads (another summation order)
+        assert 0.0 <= float(rows[q][1]) <= float(rows[q][0]) <= 1e-5
     assert rows["NaN values"][0] == "0"
     assert out[-1] == "result: PASS"
 

@@ -140,6 +140,8 @@ def format_table(c: Comparison, precision: str) -> str:
 
 
 def run(args) -> int:
+    import os
+
     import numpy as np
 
     from .. import validation_positions
@@ -168,7 +170,7 @@ def run(args) -> int:
     finally:
         backend.close()
     mlh = "mlh" not in opts or opts["mlh"].lower() not in ("false", "0", "no", "off")
-    ref = _evaluate(CpuBackend(net, dtype=np.float32, mlh=mlh), planes, args.batch)
+    ref = _evaluate(CpuBackend(net, dtype=np.float32, mlh=mlh, threads=os.cpu_count()), planes, args.batch)
 
     c = compare(ref, out, legal)
     print(f"validate: {backend.name} ({precision}) vs cpu reference (float32), {weights}, {c.positions} positions")
