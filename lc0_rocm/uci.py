@@ -107,8 +107,10 @@ def default_options() -> list[Option]:
         Option("WeightsFile", "string", str(default_net_path())),
         Option("Backend", "combo", "rocm-auto", choices=BACKEND_CHOICES),
         Option("BackendOptions", "string", ""),
+        Option("Threads", "spin", 0, 0, 2),
         Option("MinibatchSize", "spin", 0, 0, 1024),
         Option("NNCacheSize", "spin", 200000, 0, 999999999),
+        Option("CacheHistoryLength", "spin", 7, 0, 7),
         Option("CPuct", default=1.745, min=0.0, max=100.0, **f),
         Option("CPuctBase", default=38739.0, min=1.0, max=1e9, **f),
         Option("CPuctFactor", default=3.894, min=0.0, max=1000.0, **f),
@@ -332,6 +334,8 @@ class UciEngine:
 
     def cmd_ucinewgame(self, args: str) -> None:
         self._stop_and_wait()
+        if self.evaluator is not None:
+            self.evaluator.cache.clear()  # as lc0: a new game starts with an empty NN cache
         self.tree = None
         self.position = None
         self.position_error = None
@@ -440,8 +444,13 @@ class UciEngine:
         return True
 
     def _sync_evaluator(self) -> None:
-        self.evaluator.set_policy_temperature(self.opt("PolicyTemperature"))
-        self.evaluator.set_cache_size(self.opt("NNCacheSize"))
+        ev = self.evaluator
+        ev.set_policy_temperature(self.opt("PolicyTemperature"))
+        ev.set_cache_size(self.opt("NNCacheSize"))
+        if ev.cache_history_length != self.opt("CacheHistoryLength"):
+            ev.cache_history_length = self.opt("CacheHistoryLength")
+            ev.cache.clear()
+        ev.fill = self.opt("HistoryFill")
 
     def _unload(self) -> None:
         if self.evaluator is not None:
@@ -463,7 +472,7 @@ class UciEngine:
             cpuct=self.opt("CPuct"), cpuct_base=self.opt("CPuctBase"), cpuct_factor=self.opt("CPuctFactor"),
             fpu_value=self.opt("FpuValue"), policy_temperature=self.opt("PolicyTemperature"),
             minibatch_size=self.opt("MinibatchSize"), smart_pruning_factor=self.opt("SmartPruningFactor"),
-            multipv=self.opt("MultiPV"),
+            multipv=self.opt("MultiPV"), pipeline=self.opt("Threads") != 1,
         )
 
     def _start_search(self, go: GoParams) -> None:
@@ -479,7 +488,6 @@ class UciEngine:
             except ValueError:
                 self.error(f"go searchmoves: {tok!r} is not a legal move here; ignored")
         self._sync_evaluator()
-        self.evaluator.fill = self.opt("HistoryFill")
         if self.tree is None:
             self.tree = NodeTree()
         start_key = f"{pos.fen or 'startpos'}|{pos.chess960}"

@@ -46,6 +46,9 @@ from . import score as sc
 from .node import DRAW, END_OF_GAME, LOSS, TWO_FOLD, WIN, Node, NodeTree
 from .timemgr import IterationStats, SearchLimits, Stopper
 
+MAX_OUT_OF_ORDER_FACTOR = 2.4  # lc0's MaxOutOfOrderEvalsFactor
+SOLID_TREE_THRESHOLD = 100  # lc0's SolidTreeThreshold (only visible in VerboseMoveStats)
+_fast_log = sc.fast_log_f64  # lc0 grows cpuct with its FastLog
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _NEG_INF = float("-inf")
 
@@ -65,6 +68,7 @@ class SearchParams:
     smart_pruning_factor: float = 1.33
     two_fold_draws: bool = True
     sticky_endgames: bool = True
+    pipeline: bool = True  # gather the next batch while the backend evaluates this one
     multipv: int = 1
     moves_left_max_effect: float = 0.0345
     moves_left_threshold: float = 0.8
@@ -108,6 +112,21 @@ def plies_since_repetition(state: PositionState) -> int:
     return 0
 
 
+def _position_key(state: PositionState, history_length: int) -> tuple:
+    """Cache key of the last `history_length` + 1 positions (board, side, castling, ep, repetitions).
+
+    The tuple itself is the key: Python's hash of an int is the int modulo 2**61 - 1, so hashing
+    bitboards (2 and 1 << 62 hash alike) would make distinct positions collide."""
+    parts = []
+    s = state
+    for _ in range(history_length + 1):
+        if s is None:
+            break
+        parts.append((s.key, s.repetitions))
+        s = s.prev
+    return tuple(parts)
+
+
 # --------------------------------------------------------------------------------------------
 # Network evaluation: encoding, cache, the worker thread
 
@@ -133,7 +152,10 @@ class NNEvaluator:
         self.cache_size = max(0, int(cache_size))
         self.policy_temperature = policy_temperature
         self.fill = "fen_only"  # HistoryFill; part of the planes, hence of the cache key
-        self.cache: OrderedDict[int, CacheEntry] = OrderedDict()
+        # What identifies a cached evaluation: 7 = the whole network input (exact); L < 7 = the last
+        # L + 1 positions and their repetition counts (0 is lc0's key: the current position only).
+        self.cache_history_length = 7
+        self.cache: OrderedDict[object, CacheEntry] = OrderedDict()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nn-eval")
 
     def set_policy_temperature(self, t: float) -> None:
@@ -146,13 +168,13 @@ class NNEvaluator:
         while len(self.cache) > self.cache_size:
             self.cache.popitem(last=False)
 
-    def lookup(self, key: int) -> Optional[CacheEntry]:
+    def lookup(self, key) -> Optional[CacheEntry]:
         e = self.cache.get(key)
         if e is not None:
             self.cache.move_to_end(key)
         return e
 
-    def store(self, key: int, entry: CacheEntry) -> None:
+    def store(self, key, entry: CacheEntry) -> None:
         if self.cache_size == 0:
             return
         self.cache[key] = entry
@@ -205,7 +227,7 @@ class _Batch:
         self.nodes: list[Node] = []
         self.moves: list[list] = []
         self.indices: list[np.ndarray] = []
-        self.keys: list[int] = []
+        self.keys: list = []
         self.depths: list[int] = []
         self.masks = np.zeros((capacity, NUM_PLANES), dtype=np.uint64)
         self.values = np.ones((capacity, NUM_PLANES), dtype=np.float32)
@@ -355,6 +377,12 @@ class Search:
             if len(self._next):
                 self._next.future = self.ev.submit(self._next.planes())
                 self._pending, self._next = self._next, None
+                if not self.params.pipeline:
+                    out = self._wait_for(self._pending)
+                    if out is None:
+                        return
+                    self._apply(self._pending, out)
+                    self._pending = None
             elif self.in_flight == 0 and self.root.n == 0:
                 time.sleep(0.001)  # nothing to do yet (cannot normally happen)
             self._maybe_send_info()
@@ -392,27 +420,26 @@ class Search:
 
     # ---- gathering
     def _gather(self) -> _Batch:
-        budget = self.limits.nodes - self.root.n - self.in_flight
-        cap = max(0, min(self.minibatch, budget))
+        """Pick leaves until the batch is full, as lc0's GatherMinibatch: visits that need no network
+        (terminal nodes, cache hits) are backed up at once and end the gathering after
+        MaxOutOfOrderEvalsFactor (2.4) x MinibatchSize of them; collisions end it too."""
+        cap = min(self.minibatch, self.limits.nodes - self.root.n - self.in_flight)
         batch = _Batch(max(cap, 1))
-        if cap == 0:
+        if cap <= 0:
             return batch
         self._prepare_root_pruning()
+        max_ooo = max(1, int(MAX_OUT_OF_ORDER_FACTOR * self.minibatch))
         collisions = 0
-        picks = 0
+        ooo = 0
         stop = self._stop
-        while len(batch.nodes) < cap and not stop.is_set():
+        while len(batch.nodes) < cap and ooo < max_ooo and not stop.is_set():
             r = self._pick(batch)
-            picks += 1
             if r < 0:
                 collisions += 1
                 if collisions >= self.max_collisions:
                     break
-            elif r == 0:  # an immediate visit (terminal or cache hit) used up node budget
-                budget -= 1
-                cap = max(0, min(cap, budget))
-            if picks >= 4 * self.minibatch + 16:
-                break
+            elif r == 0:
+                ooo += 1
         return batch
 
     def _prepare_root_pruning(self) -> None:
@@ -470,7 +497,7 @@ class Search:
         fpu = params.fpu_value if params.fpu_absolute else -node.wl - params.fpu_value * math.sqrt(vp)
         cpuct = params.cpuct
         if params.cpuct_factor:
-            cpuct += params.cpuct_factor * math.log((node.n + params.cpuct_base) / params.cpuct_base)
+            cpuct += params.cpuct_factor * _fast_log((node.n + params.cpuct_base) / params.cpuct_base)
         puct = cpuct * math.sqrt(node.n - 1 if node.n > 1 else 1)
         m_on = self.mlh_enabled and abs(node.wl) > params.moves_left_threshold
         best = _NEG_INF
@@ -557,16 +584,22 @@ class Search:
         hist.last = state
         hist.first = self.first_state
         hist._board = None
-        t = encode_position_into(hist, self.ev.input_format, masks, values, self.ev.fill)
-        key = hash((masks.tobytes(), values.tobytes(), state.black_to_move, state.ep_file))
-        entry = self.ev.lookup(key)
-        if entry is not None:
-            masks[:] = 0
-            values[:] = 1
-            self._expand(node, moves, entry)
-            self.cache_hits += 1
-            self._backup(node, -entry.q, entry.d, entry.m, depth)
-            return 0
+        ev = self.ev
+        if ev.cache_history_length < 7:
+            key = _position_key(state, ev.cache_history_length)
+            entry = ev.lookup(key)
+            if entry is not None:
+                return self._cache_hit(node, moves, entry, depth)
+            t = encode_position_into(hist, ev.input_format, masks, values, ev.fill)
+        else:
+            t = encode_position_into(hist, ev.input_format, masks, values, ev.fill)
+            # bytes hash (SipHash) of the whole input: a 64-bit key, collisions negligible
+            key = hash((masks.tobytes(), values.tobytes(), state.black_to_move, state.ep_file))
+            entry = ev.lookup(key)
+            if entry is not None:
+                masks[:] = 0
+                values[:] = 1
+                return self._cache_hit(node, moves, entry, depth)
         if t:
             idx = legal_move_indices(board, int(t))[1]
         batch.transforms[j] = t
@@ -577,6 +610,12 @@ class Search:
         batch.depths.append(depth)
         self.in_flight += 1
         return 1
+
+    def _cache_hit(self, node: Node, moves: list, entry: CacheEntry, depth: int) -> int:
+        self._expand(node, moves, entry)
+        self.cache_hits += 1
+        self._backup(node, -entry.q, entry.d, entry.m, depth)
+        return 0
 
     def _draw_by_rule(self, board: chess.Board, state: PositionState, depth: int):
         """(plies_left, kind) if the position below the root is a draw by rule, else None."""
@@ -829,51 +868,43 @@ class Search:
             self._send_info()
 
     def verbose_stats_lines(self) -> list[str]:
-        """lc0's VerboseMoveStats table for the root (one string per move, best last)."""
+        """lc0's VerboseMoveStats table for the root (one string per move, best last, then the node)."""
         root = self.root
         if root.moves is None:
             return []
         params = self.params
         vp = root.visited_policy()
         fpu = params.fpu_value if params.fpu_absolute else -root.wl - params.fpu_value * math.sqrt(vp)
-        cpuct = params.cpuct + (params.cpuct_factor * math.log((root.n + params.cpuct_base) / params.cpuct_base)
-                                if params.cpuct_factor else 0.0)
+        cpuct = params.cpuct
+        if params.cpuct_factor:
+            cpuct += params.cpuct_factor * _fast_log((root.n + params.cpuct_base) / params.cpuct_base)
         u_coeff = cpuct * math.sqrt(max(root.children_visits, 1))
+        m_on = self.mlh_enabled and abs(root.wl) > params.moves_left_threshold
         rows = []
-        for i, mv in enumerate(root.moves):
+        for i in range(len(root.moves)):
             c = root.children[i]
             n = c.n if c is not None else 0
             nif = c.n_in_flight if c is not None else 0
             q = c.wl if (c is not None and n > 0) else fpu
             u = u_coeff * root.p[i] / (1 + n + nif)
-            rows.append((n, q + u, i, q, u, nif))
+            m = self._m_utility(root, c, q) if (m_on and n > 0) else 0.0
+            rows.append((n, q + u, i, q, u, m, nif))
         rows.sort(key=lambda r: (r[0], r[1]))
         out = []
-        for n, s, i, q, u, nif in rows:
+        for n, _, i, q, u, m, nif in rows:
             c = root.children[i]
             mv = root.moves[i]
             try:
                 nn_index = board_move_to_index(self.board, mv, 0)
             except ValueError:
                 nn_index = -1
-            line = _verbose_head(mv.uci(), nn_index, n, nif, root.p[i])
-            if c is not None and n > 0:
-                wl, d, _ = sc.wdl_rescale_display(c.wl, c.d)
-                line += f"(WL: {float(wl):8.5f}) (D: {float(d):5.3f}) (M: {c.m:4.1f}) (Q: {float(wl):8.5f}) "
-            else:
-                line += f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {q:8.5f}) "
-            line += f"(U: {u:6.5f}) (S: {q + u:8.5f}) "
-            if c is not None and c.v is not None:
-                line += f"(V: {c.v:7.4f}) "
-            else:
-                line += "(V:  -.----) "
-            if c is not None and c.n > 0 and c.lower == c.upper:
-                line += "(T) "
+            line = f"{_king_takes_rook(self.board, mv):<5} ({nn_index:<4}) N: {n:>7} (+{nif:>2}) (P: {_pct(root.p[i])}%) "
+            line += _verbose_stats(c, q, solid=root.n >= SOLID_TREE_THRESHOLD)
+            line += f"(U: {u:6.5f}) (S: {q + u + m:8.5f}) "
+            line += _verbose_tail(c, 1)
             out.append(line)
-        wl, d, _ = sc.wdl_rescale_display(-root.wl, root.d)
-        line = _verbose_head("node ", root.num_edges, root.n, root.n_in_flight, vp)
-        line += f"(WL: {float(wl):8.5f}) (D: {float(d):5.3f}) (M: {root.m:4.1f}) (Q: {float(wl):8.5f}) "
-        line += f"(V: {-root.v:7.4f}) " if root.v is not None else "(V:  -.----) "
+        line = f"node  ({root.num_edges:>4}) N: {root.n:>7} (+{root.n_in_flight:>2}) (P: {_pct(vp)}%) "
+        line += _verbose_stats(root, fpu, sign=-1) + _verbose_tail(root, -1)
         out.append(line)
         return out
 
@@ -934,10 +965,41 @@ def _prefer(a: Optional[Node], pa: float, b: Optional[Node], pb: float) -> int:
     return (a.m < b.m) - (a.m > b.m)  # the longest loss
 
 
-def _verbose_head(label: str, index: int, n: int, nif: int, p: float) -> str:
-    pct = p * 100
-    prec = 1 if p >= 0.99995 else 2
-    return f"{label:<5} ({index:<4}) N: {n:>7} (+{nif:>2}) (P: {pct:>5.{prec}f}%) "
+def _king_takes_rook(board: chess.Board, mv: chess.Move) -> str:
+    """Move text as lc0's verbose stats print it: castling as king-takes-rook (e1h1)."""
+    if not board.chess960 and board.is_castling(mv):
+        rook = (mv.to_square & ~7) | (7 if mv.to_square > mv.from_square else 0)
+        return chess.Move(mv.from_square, rook).uci()
+    return mv.uci()
+
+
+def _pct(p: float) -> str:
+    return f"{p * 100:5.{1 if p >= 0.99995 else 2}f}"
+
+
+def _verbose_stats(n: Optional[Node], fpu: float, sign: int = 1, solid: bool = False) -> str:
+    if n is None:
+        if solid:  # lc0 allocates all children of a node with >= 100 visits: blank stats, not dashes
+            return "(WL:  0.00000) (D: 0.000) (M:  0.0) (Q:  0.00000) "
+        return f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
+    wl, d, _ = sc.wdl_rescale_display(sign * n.wl, n.d)
+    return f"(WL: {float(wl):8.5f}) (D: {float(d):5.3f}) (M: {n.m:4.1f}) (Q: {float(wl):8.5f}) "
+
+
+def _verbose_tail(n: Optional[Node], sign: int) -> str:
+    v = None
+    if n is not None:
+        v = n.wl if n.terminal else n.v
+    text = f"(V: {sign * v:7.4f}) " if v is not None else "(V:  -.----) "
+    if n is not None:
+        lo, up = (n.lower, n.upper) if sign > 0 else (-n.upper, -n.lower)
+        if lo == up:
+            text += "(T) "
+        elif lo == DRAW and up == WIN:
+            text += "(W) "
+        elif lo == LOSS and up == DRAW:
+            text += "(L) "
+    return text
 
 
 @dataclass

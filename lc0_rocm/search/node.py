@@ -63,7 +63,7 @@ class Node:
         self.n = 0
         self.n_in_flight = 0
         self.wl = 0.0
-        self.d = 1.0
+        self.d = 0.0
         self.m = 0.0
         self.v = None  # first evaluation (NN value or terminal value), mover's view
         self.terminal = NON_TERMINAL

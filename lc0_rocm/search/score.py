@@ -57,6 +57,13 @@ def fast_log2(a: float) -> np.float32:
     return out * (F32(1.3465552) - F32(0.34655523) * out) - F32(127) + F32(expb)
 
 
+def fast_log_f64(a: float) -> float:
+    """`fast_log` in double precision via frexp (same approximation, ~10x faster in Python)."""
+    mant, e = math.frexp(a)  # a = mant * 2**e, mant in [0.5, 1)
+    f = 2.0 * mant - 1.0
+    return 0.6931471805599453 * (f * (1.3465552 - 0.34655523 * f) + (e - 1))
+
+
 def fast_exp2(a: float) -> np.float32:
     """Approximate 2**a; 0 below -126."""
     a = F32(a)
