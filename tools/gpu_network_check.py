@@ -7,7 +7,7 @@ measures), for nets given as files or as make_net shapes ("gen:bt4", "gen:t82").
 Reference: the float32 CPU reference (all BLAS threads). Generated nets use --big-positions (their CPU
 reference is slow). Prints one row per (net, dtype): max |Δ| of policy probabilities and logits, max and
 mean |ΔQ|, max |ΔD|, max |ΔMLH|, top-1 agreement, NaN count, PASS/FAIL by validate's limits, and the
-GPU time per position of the evaluation (one warm pass, batch 256; not a benchmark).
+GPU time per position of the evaluation (second pass, batch 256, host work included; not a benchmark).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ def main() -> int:
     from lc0_rocm import validation_positions
     from lc0_rocm.backends.cpu import CpuBackend
     from lc0_rocm.commands.validate import compare, failures
-    from lc0_rocm.encoding.packed import PackedPlanes
     from lc0_rocm.encoding.planes import encode_positions
     from lc0_rocm.encoding.policy_map import legal_move_indices
     from lc0_rocm.gpu.device import get_device
@@ -62,7 +61,7 @@ def main() -> int:
         for dtype in ("f32", "f16"):
             g = GpuNetwork(net, dev, dtype, max_batch=256)
             try:
-                g.evaluate(PackedPlanes(planes.masks[:8], planes.values[:8], planes.transforms[:8]))  # warm
+                g.evaluate(planes)  # warm-up: kernels compiled, GEMM plans made for these shapes
                 t0 = time.perf_counter()
                 out = g.evaluate(planes)
                 ms = (time.perf_counter() - t0) * 1e3
