@@ -3,10 +3,12 @@
 A thin `Backend` over `lc0_rocm.gpu.network.GpuNetwork`; imported by the backend factory only when a
 GPU backend is asked for. Backend options (lc0 style, "key=value,..."): `gpu` (device index, default 0),
 `max_batch` (positions per device pass, default 1024; larger batches are run in pieces), `mlh`
-(true/false). Failures of the GPU stack become `BackendError` with a one-line message.
+(true/false). Evaluations are serialized (one at a time per backend). Failures of the GPU stack become `BackendError` with a one-line message.
 """
 
 from __future__ import annotations
+
+import threading
 
 from ..encoding.packed import PackedPlanes
 from ..errors import BackendError, Lc0RocmError
@@ -73,6 +75,7 @@ class RocmBackend(Backend):
         self._max_batch = _int_option(opts, "max_batch", DEFAULT_MAX_BATCH, 1)
         self.mlh = _bool_option(opts, "mlh", True)
         self.network = None
+        self._lock = threading.Lock()  # one evaluation at a time: the network's buffers are shared
         try:
             from ..gpu.device import get_device
             from ..gpu.network import GpuNetwork
@@ -93,17 +96,19 @@ class RocmBackend(Backend):
         return self._max_batch
 
     def evaluate(self, planes: PackedPlanes) -> NetOutputs:
-        if self.network is None:
-            raise BackendError("the GPU backend is closed")
-        try:
-            return self.network.evaluate(planes, with_mlh=self.mlh)
-        except Lc0RocmError as e:
-            raise BackendError(f"GPU evaluation failed: {_one_line(e)}") from None
+        with self._lock:
+            if self.network is None:
+                raise BackendError("the GPU backend is closed")
+            try:
+                return self.network.evaluate(planes, with_mlh=self.mlh)
+            except Lc0RocmError as e:
+                raise BackendError(f"GPU evaluation failed: {_one_line(e)}") from None
 
     def close(self) -> None:
-        if self.network is not None:
-            self.network.close()
-            self.network = None
+        with self._lock:
+            if self.network is not None:
+                self.network.close()
+                self.network = None
 
 
 def _one_line(e: Exception) -> str:
