@@ -297,6 +297,7 @@ class Search:
         self.batches = 0
         self.nn_evals = 0
         self.cache_hits = 0
+        self.gathers_while_evaluating = 0
         self.cum_depth = 0
         self.max_depth = 0
         self.in_flight = 0
@@ -357,6 +358,8 @@ class Search:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            if self._pending is not None and not self._pending.future.done():
+                self.gathers_while_evaluating += 1
             self._next = self._gather()
             if self._pending is not None:
                 out = self._wait_for(self._pending)
@@ -762,10 +765,7 @@ class Search:
             average_depth=self.cum_depth / self.playouts if self.playouts else 0.0,
         )
         if root.n > 0 and root.moves is not None:
-            for i, mv in enumerate(root.moves):
-                if self.root_filter and mv not in self.root_filter:
-                    continue
-                c = root.children[i]
+            for c in root.children:  # all root moves, searchmoves or not (as lc0)
                 n = c.n if c is not None else 0
                 s.edge_n.append(n)
                 if c is None or n == 0:

@@ -30,6 +30,7 @@ END_OF_GAME = 1
 TWO_FOLD = 2
 
 LOSS, DRAW, WIN = -1, 0, 1
+ZERO_PRIOR = 2.0 ** -31  # what lc0's 16-bit prior storage gives back for a prior set to 0
 
 
 class Node:
@@ -128,7 +129,7 @@ class Node:
             self.wl, self.d = -1.0, 0.0
             # A lost move needs no exploration bonus: lc0 clears its prior.
             if self.parent is not None:
-                self.parent.p[self.index] = 0.0
+                self.parent.p[self.index] = ZERO_PRIOR
         if self.v is None:
             self.v = self.wl
 

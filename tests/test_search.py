@@ -1,0 +1,422 @@
+"""The MCTS against the real lc0, and its rules (terminals, limits, batching, cache, tree reuse).
+
+Truth: lc0 0.32.1 (`lc0` binary, eigen backend) searching with one thread and MinibatchSize 1
+(MaxPrefetch 0, SmartPruningFactor 0) is deterministic; our search with the same settings
+(minibatch 1, no pipelining, CacheHistoryLength 0 = lc0's cache key) must give every root move the
+same prior and the same visit count and value up to float noise: lc0 computes in float32 with
+eigen's network outputs, we in float64 with the numpy reference's, so a near tie between two
+children can now and then go the other way (seen: one visit of 400 in a KQ-K ending).
+Everything else runs in-process on the CPU backend with real nets (maia-1900 from ../shared or the
+committed random-weight nets).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import threading
+import time
+
+import chess
+import pytest
+
+from lc0_rocm.backends.base import Backend
+from lc0_rocm.backends.factory import create_backend
+from lc0_rocm.encoding.position import parse_position
+from lc0_rocm.net.loader import load_net
+from lc0_rocm.search.mcts import NNEvaluator, Search, SearchParams, has_mating_material
+from lc0_rocm.search.node import DRAW, END_OF_GAME, TWO_FOLD, WIN, NodeTree
+from lc0_rocm.search.timemgr import (
+    GoParams,
+    IterationStats,
+    SearchLimits,
+    Stopper,
+    TimeManager,
+    estimated_moves_to_go,
+)
+
+from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR
+
+MAIA = SHARED_WEIGHTS_DIR / "maia-1900.pb.gz"
+SMALL = WEIGHTS_DIR / "se-classical-small.pb.gz"
+DEFAULT = WEIGHTS_DIR / "bt-small-smolgen-pedense.pb.gz"
+
+_NETS: dict = {}
+
+
+def evaluator(path, **kw) -> NNEvaluator:
+    if path not in _NETS:
+        if not path.exists():
+            pytest.skip(f"{path} not present")
+        net = load_net(path)
+        _NETS[path] = (net, create_backend("cpu", net))
+    net, backend = _NETS[path]
+    ev = NNEvaluator(backend, net.input_format)
+    for k, v in kw.items():
+        setattr(ev, k, v)
+    return ev
+
+
+def search(ev: NNEvaluator, fen=None, moves=(), nodes=100, tree=None, params=None, run=True, **kw) -> Search:
+    net = ev.backend.net
+    h = parse_position(fen, list(moves))
+    tree = tree or NodeTree()
+    tree.set_position(fen or "startpos", list(moves), h.last)
+    s = Search(tree, h.board, h.first, ev, params or SearchParams(), SearchLimits(nodes=nodes),
+               has_wdl=net.has_wdl, has_mlh=net.has_moves_left, **kw)
+    if run:
+        s.run()
+        assert s.error is None, s.error
+    return s
+
+
+def child(node, uci):
+    return node.children[[m.uci() for m in node.moves].index(uci)]
+
+
+# --------------------------------------------------------------------------------------------
+# lc0 parity
+
+PARITY = [
+    (None, ["e2e4"], 200),
+    ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", [], 300),  # castling
+    ("kbK5/pp6/1P6/8/8/8/8/R7 w - - 0 1", [], 400),  # mate in 2: terminals and bounds
+    (None, ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6"], 300),  # repetitions in the history
+    ("8/8/8/4k3/8/8/3QK3/8 w - - 0 1", [], 400),  # out-of-order visits, stalemates, mates
+]
+
+_STATS = re.compile(r"^info string (\S+)\s+\((\d+)\s*\) N:\s+(\d+) .*\(P:\s+([\d.]+)%\) \(WL:\s+(\S+)\)")
+
+
+def _lc0_verbose(weights, cases):
+    p = subprocess.Popen(["lc0", f"--weights={weights}", "--backend=eigen"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    send = lambda s: (p.stdin.write(s + "\n"), p.stdin.flush())  # noqa: E731
+    for opt in ("VerboseMoveStats value true", "Threads value 1", "MinibatchSize value 1",
+                "MaxPrefetch value 0", "SmartPruningFactor value 0"):
+        send("setoption name " + opt)
+    results = []
+    try:
+        for fen, moves, n in cases:
+            pos = "startpos" if fen is None else f"fen {fen}"
+            if moves:
+                pos += " moves " + " ".join(moves)
+            send("ucinewgame")
+            send(f"position {pos}")
+            send(f"go nodes {n}")
+            lines = []
+            while True:
+                line = p.stdout.readline()
+                assert line, "lc0 exited"
+                if line.startswith("bestmove"):
+                    results.append((lines, line.split()[1]))
+                    break
+                if line.startswith("info string"):
+                    lines.append(line.rstrip("\n"))
+        send("quit")
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return results
+
+
+def _parse(lines):
+    """{move: (visits, prior %, WL or None)} from VerboseMoveStats lines (with or without 'info string')."""
+    out = {}
+    for line in lines:
+        m = _STATS.match(line if line.startswith("info string") else "info string " + line)
+        if m and m.group(1) != "node":
+            wl = None if m.group(5) == "-.-----" else float(m.group(5))
+            out[m.group(1)] = (int(m.group(3)), float(m.group(4)), wl)
+    return out
+
+
+@pytest.mark.oracle
+def test_search_matches_lc0_visit_for_visit():
+    if shutil.which("lc0") is None or not MAIA.exists():
+        pytest.skip("needs the lc0 binary and maia-1900")
+    lc0 = _lc0_verbose(MAIA, PARITY)
+    ev = evaluator(MAIA, cache_history_length=0)
+    params = SearchParams(minibatch_size=1, pipeline=False, smart_pruning_factor=0)
+    exact = 0
+    for (fen, moves, n), (lc0_lines, lc0_best) in zip(PARITY, lc0):
+        ev.cache.clear()
+        s = search(ev, fen, moves, nodes=n, params=params, verbose_stats=True)
+        ours = _parse(s.verbose_stats_lines())
+        theirs = _parse(lc0_lines)
+        assert set(ours) == set(theirs)
+        moved = 0
+        for mv, (nv, p, wl) in theirs.items():
+            assert ours[mv][1] == p, (fen, moves, mv)
+            assert abs(ours[mv][0] - nv) <= max(1, nv // 50), (fen, moves, mv, ours[mv], theirs[mv])
+            moved += abs(ours[mv][0] - nv)
+            if wl is not None and nv > 0 and ours[mv][0] == nv:
+                assert abs(ours[mv][2] - wl) <= 2e-3, (fen, moves, mv, ours[mv], theirs[mv])
+        assert moved <= 2 * max(1, n // 100), (fen, moves, moved)
+        exact += moved == 0
+        assert s.bestmove.uci() == lc0_best
+    assert exact >= len(PARITY) - 1  # all but at most one position: identical visit counts
+
+
+@pytest.mark.oracle
+def test_verbose_stats_text_is_lc0s():
+    if shutil.which("lc0") is None or not MAIA.exists():
+        pytest.skip("needs the lc0 binary and maia-1900")
+    (lc0_lines, _), = _lc0_verbose(MAIA, [(None, ["e2e4"], 200)])
+    ev = evaluator(MAIA, cache_history_length=0)
+    s = search(ev, None, ["e2e4"], nodes=200, params=SearchParams(minibatch_size=1, pipeline=False,
+                                                                  smart_pruning_factor=0))
+    assert ["info string " + x for x in s.verbose_stats_lines()] == lc0_lines
+
+
+# --------------------------------------------------------------------------------------------
+# Rules of the game inside the tree
+
+
+def test_checkmate_found_and_reported_as_mate():
+    ev = evaluator(DEFAULT)
+    lines = []
+    s = search(ev, "6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1", nodes=2000, on_info=lines.append)
+    assert s.bestmove.uci() == "d1d8"
+    mate = child(s.root, "d1d8")
+    assert mate.terminal == END_OF_GAME and mate.wl == 1.0 and mate.lower == mate.upper == WIN
+    assert s.stop_reason == "proven win" and s.root.n < 2000
+    assert lines[-1][0].score == ("mate", 1)
+
+
+def test_mate_in_two_is_proven_with_a_random_net():
+    ev = evaluator(DEFAULT)
+    lines = []
+    s = search(ev, "7k/8/5K2/8/8/8/8/6R1 w - - 0 1", nodes=4000, on_info=lines.append)
+    assert s.bestmove.uci() == "f6f7"  # the only move that mates in two
+    node = child(s.root, "f6f7")
+    assert node.terminal == END_OF_GAME and node.lower == node.upper == WIN
+    assert lines[-1][0].score == ("mate", 2)
+    for reply in node.children:  # every defence is a proven loss
+        assert reply is not None and reply.lower == reply.upper == -1
+
+
+def _only(*ucis):
+    return [chess.Move.from_uci(u) for u in ucis]
+
+
+def test_stalemate_and_insufficient_material_are_draws():
+    ev = evaluator(SMALL)
+    s = search(ev, "k7/8/2K5/8/8/8/8/1R6 w - - 0 1", nodes=20, searchmoves=_only("b1b7"))  # stalemate
+    stale = child(s.root, "b1b7")
+    assert stale.n > 0 and stale.terminal == END_OF_GAME and stale.wl == 0.0 and stale.d == 1.0
+    assert stale.lower == stale.upper == DRAW and stale.moves is None
+    s = search(ev, "8/8/8/8/8/3k4/1n6/K7 w - - 0 1", nodes=20, searchmoves=_only("a1b2"))  # bare kings
+    bare = child(s.root, "a1b2")
+    assert bare.n > 0 and bare.terminal == END_OF_GAME and bare.lower == bare.upper == DRAW
+    s = search(ev, "8/8/8/8/8/3k4/1n6/K6R w - - 0 1", nodes=20, searchmoves=_only("a1b2"))
+    assert child(s.root, "a1b2").terminal == 0  # a rook is left: play on
+
+
+@pytest.mark.parametrize("fen,mating", [
+    ("8/8/8/8/8/3k4/1n6/K7 w - - 0 1", False),  # K+N v K
+    ("8/8/8/8/8/3k4/1nn5/K7 w - - 0 1", True),  # K+N+N v K (lc0 says play on)
+    ("8/8/8/8/8/3b2k1/8/KB6 w - - 0 1", False),  # bishops on the same colour (b1, d3)
+    ("8/8/8/8/8/2b3k1/8/KB6 w - - 0 1", True),  # bishops on both colours (b1, c3)
+    ("8/8/8/8/8/3k4/1q6/K7 w - - 0 1", True),
+])
+def test_mating_material_is_lc0s(fen, mating):
+    assert has_mating_material(chess.Board(fen)) is mating
+
+
+def test_fifty_move_rule_and_threefold_repetition():
+    ev = evaluator(SMALL)
+    s = search(ev, "4k3/8/8/8/8/8/4P3/R3K3 w - - 99 80", nodes=20, searchmoves=_only("a1a7"))
+    quiet = child(s.root, "a1a7")
+    assert quiet.n > 0 and quiet.terminal == END_OF_GAME and quiet.wl == 0.0  # rule50 reaches 100
+    s = search(ev, "4k3/8/8/8/8/8/4P3/R3K3 w - - 99 80", nodes=20, searchmoves=_only("e2e4"))
+    assert child(s.root, "e2e4").terminal == 0  # a pawn move resets the count
+    moves = ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"]
+    s = search(ev, None, moves, nodes=20, searchmoves=_only("f6g8"))
+    third = child(s.root, "f6g8")  # the start position for the third time
+    assert third.n > 0 and third.terminal == END_OF_GAME and third.wl == 0.0
+
+
+def test_two_fold_repetition_inside_the_tree_is_a_draw():
+    ev = evaluator(SMALL)
+    s = search(ev, None, [], nodes=1, run=False)
+    st = parse_position(None, ["g1f3", "g8f6", "f3g1", "f6g8"]).last  # the start position again
+    board = chess.Board()
+    assert st.repetitions == 1
+    assert s._draw_by_rule(board, st, depth=5) == (4.0, TWO_FOLD)  # ply 4: the cycle is inside
+    assert s._draw_by_rule(board, st, depth=4) is None  # first occurrence before the root
+    s.params.two_fold_draws = False
+    assert s._draw_by_rule(board, st, depth=5) is None
+
+
+def test_root_without_legal_moves_answers_none():
+    ev = evaluator(SMALL)
+    s = search(ev, "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3", nodes=10)
+    assert s.bestmove is None and s.root.n == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Limits, batching, cache, tree reuse
+
+
+class CountingBackend(Backend):
+    """The real CPU backend, recording batch sizes and the evaluating thread."""
+
+    def __init__(self, inner: Backend):
+        super().__init__(inner.net)
+        self.inner = inner
+        self.name = inner.name
+        self.sizes: list[int] = []
+        self.threads: set[str] = set()
+
+    def evaluate(self, planes):
+        self.sizes.append(len(planes))
+        self.threads.add(threading.current_thread().name)
+        return self.inner.evaluate(planes)
+
+
+def test_minibatches_are_gathered_and_evaluated_on_a_worker_thread():
+    base = evaluator(MAIA if MAIA.exists() else SMALL)
+    backend = CountingBackend(base.backend)
+    ev = NNEvaluator(backend, base.input_format)
+    s = search(ev, None, ["e2e4"], nodes=600, params=SearchParams(minibatch_size=32, smart_pruning_factor=0))
+    assert 600 <= s.root.n <= 600 + int(2.4 * 32)
+    assert max(backend.sizes) <= 32 and max(backend.sizes) >= 16
+    assert sum(backend.sizes) == s.nn_evals
+    assert backend.threads == {t for t in backend.threads if t.startswith("nn-eval")}
+    assert s.gathers_while_evaluating > 0  # batch k+1 was gathered while batch k was on the backend
+    assert all(n.n_in_flight == 0 for n in _walk(s.root))  # every virtual loss was taken back
+
+
+def _walk(node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(c for c in (n.children or ()) if c is not None)
+
+
+def test_node_limit_is_exact_without_out_of_order_visits():
+    for n in (1, 2, 37):
+        ev = evaluator(SMALL)  # empty cache: no out-of-order visits
+        s = search(ev, None, [], nodes=n, params=SearchParams(smart_pruning_factor=0))
+        assert s.root.n == n
+
+
+def test_nodes_one_plays_the_highest_prior():
+    ev = evaluator(MAIA if MAIA.exists() else SMALL)
+    s = search(ev, None, ["d2d4", "d7d5", "c2c4"], nodes=1)
+    root = s.root
+    assert s.bestmove == root.moves[max(range(root.num_edges), key=lambda i: (root.p[i], -i))]
+    assert root.p == sorted(root.p, reverse=True)
+
+
+def test_nn_cache_serves_a_repeated_search():
+    ev = evaluator(SMALL)
+    params = SearchParams(minibatch_size=1, pipeline=False, smart_pruning_factor=0)  # same order twice
+    first = search(ev, None, ["e2e4", "c7c5"], nodes=150, params=params)
+    again = search(ev, None, ["e2e4", "c7c5"], nodes=150, params=params)
+    assert first.nn_evals > 100
+    assert again.nn_evals == 0 and again.cache_hits == again.playouts
+    assert [c.n if c else 0 for c in again.root.children] == [c.n if c else 0 for c in first.root.children]
+
+
+def test_tree_is_reused_when_the_game_continues():
+    ev = evaluator(SMALL)
+    tree = NodeTree()
+    s = search(ev, None, ["e2e4"], nodes=400, tree=tree, params=SearchParams(smart_pruning_factor=0))
+    best = s.bestmove.uci()
+    sub = child(s.root, best)
+    reply = sub.moves[max(range(sub.num_edges), key=lambda i: sub.edge_n(i))].uci()
+    kept = child(sub, reply).n
+    assert kept > 1
+    s2 = search(ev, None, ["e2e4", best, reply], nodes=kept + 50, tree=tree,
+                params=SearchParams(smart_pruning_factor=0))
+    assert tree.reused and s2.initial_visits == kept
+    assert s2.playouts <= 50 + int(2.4 * 16) and s2.root.n >= kept + 50
+    s3 = search(ev, None, ["d2d4"], nodes=10, tree=tree)  # a different game: fresh tree
+    assert not tree.reused and s3.initial_visits == 0
+
+
+def test_searchmoves_restricts_the_root():
+    ev = evaluator(SMALL)
+    allowed = [chess.Move.from_uci("a2a3"), chess.Move.from_uci("h2h4")]
+    s = search(ev, None, [], nodes=120, searchmoves=allowed)
+    assert s.bestmove in allowed
+    for i, mv in enumerate(s.root.moves):
+        if mv not in allowed:
+            assert s.root.edge_n(i) == 0
+
+
+def test_stop_ends_an_infinite_search_quickly():
+    ev = evaluator(DEFAULT)
+    got = []
+    h = parse_position(None, [])
+    tree = NodeTree()
+    tree.set_position("startpos", [], h.last)
+    s = Search(tree, h.board, h.first, ev, SearchParams(), SearchLimits(infinite=True),
+               on_bestmove=lambda b, p: got.append((time.monotonic(), b)))
+    s.start()
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    s.stop()
+    assert s.wait(5.0)
+    assert got and got[0][1] is not None
+    assert got[0][0] - t0 < 0.25  # lc0 answers within a few ms; generous for a loaded CI machine
+    assert all(n.n_in_flight == 0 for n in _walk(s.root))
+
+
+def test_multipv_info_lines():
+    ev = evaluator(SMALL)
+    infos = []
+    s = search(ev, None, [], nodes=200, params=SearchParams(multipv=3, smart_pruning_factor=0), on_info=infos.append)
+    last = infos[-1]
+    assert [x.multipv for x in last] == [1, 2, 3]
+    assert len({x.pv[0] for x in last}) == 3
+    assert last[0].pv[0] == s.bestmove
+    visits = [s.root.children[s.root.moves.index(x.pv[0])].n for x in last]
+    assert visits == sorted(visits, reverse=True)
+    board = chess.Board()
+    for x in last:
+        b = board.copy()
+        for mv in x.pv:
+            assert mv in b.legal_moves
+            b.push(mv)
+
+
+# --------------------------------------------------------------------------------------------
+# Time management
+
+
+def test_legacy_time_manager_budget_and_saved_time():
+    tm = TimeManager(move_overhead_ms=200)
+    assert estimated_moves_to_go(0) == pytest.approx(51.5)
+    lim = tm.limits(GoParams(wtime=60000, btime=60000), ply=0, black_to_move=False)
+    assert lim.deadline_ms == int((60000 - 200) / 51.5 * 2.8)  # first-move bonus 1 + 1.8
+    tm.search_done(lim, 1000.0)
+    assert tm.time_spared_ms == pytest.approx(lim.deadline_ms - 1000.0)
+    spare = tm.time_spared_ms
+    lim2 = tm.limits(GoParams(wtime=50000, btime=50000, winc=100, binc=100), ply=20, black_to_move=True)
+    mtg = estimated_moves_to_go(20)
+    expected = (max(0.0, 50000 + 100 * (mtg - 1) - 200) - spare) / mtg + spare
+    assert lim2.deadline_ms == int(expected) and tm.time_spared_ms == 0
+    lim3 = tm.limits(GoParams(wtime=3000, movestogo=1), ply=40, black_to_move=False)
+    assert lim3.deadline_ms == 2800  # never beyond the clock minus the overhead
+    assert tm.limits(GoParams(movetime=1000), 0, False).deadline_ms == 800
+    assert tm.limits(GoParams(wtime=1000, ponder=True), 0, False).deadline_ms is None
+    assert tm.limits(GoParams(infinite=True), 0, False).infinite
+
+
+def test_smart_pruning_stops_when_no_move_can_catch_up():
+    st = Stopper(SearchLimits(nodes=1000), smart_pruning_factor=1.33)
+    base = dict(time_ms=10.0, batches=5, average_depth=3.0)
+    assert not st.check(IterationStats(total_nodes=100, playouts=100, edge_n=[60, 30, 9], **base))
+    base["time_ms"] = 300.0
+    assert st.check(IterationStats(total_nodes=700, playouts=700, edge_n=[600, 60, 39], **base))
+    assert st.reason == "smart pruning"  # 300 left / 1.33 < 540
+    st = Stopper(SearchLimits(nodes=1000), smart_pruning_factor=1.33)
+    assert st.check(IterationStats(total_nodes=5, playouts=5, edge_n=[4], **base)) and st.reason == "only move"
+    inf = Stopper(SearchLimits(infinite=True), smart_pruning_factor=1.33)
+    assert not inf.check(IterationStats(total_nodes=5, playouts=5, edge_n=[4], **base))
