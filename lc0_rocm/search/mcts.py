@@ -47,7 +47,8 @@ from .node import DRAW, END_OF_GAME, LOSS, TWO_FOLD, WIN, Node, NodeTree
 from .timemgr import IterationStats, SearchLimits, Stopper
 
 MAX_OUT_OF_ORDER_FACTOR = 2.4  # lc0's MaxOutOfOrderEvalsFactor
-SOLID_TREE_THRESHOLD = 100  # lc0's SolidTreeThreshold (only visible in VerboseMoveStats)
+SOLID_TREE_THRESHOLD = 100
+BOARD_CACHE_VISITS = 32  # nodes with this many visits keep a board copy (~1 KB) for faster descents  # lc0's SolidTreeThreshold (only visible in VerboseMoveStats)
 _fast_log = sc.fast_log_f64  # lc0 grows cpuct with its FastLog
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _NEG_INF = float("-inf")
@@ -285,6 +286,7 @@ class Search:
         mb = params.minibatch_size or suggested_minibatch(evaluator.backend)
         self.minibatch = max(1, min(mb, evaluator.backend.max_batch))
         self.max_collisions = params.max_collisions or self.minibatch
+        self._collided: Optional[list] = None
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
         self._done = threading.Event()
@@ -298,6 +300,8 @@ class Search:
         self.nn_evals = 0
         self.cache_hits = 0
         self.gathers_while_evaluating = 0
+        self.descents = 0
+        self.collisions = 0
         self.cum_depth = 0
         self.max_depth = 0
         self.in_flight = 0
@@ -425,24 +429,35 @@ class Search:
     def _gather(self) -> _Batch:
         """Pick leaves until the batch is full, as lc0's GatherMinibatch: visits that need no network
         (terminal nodes, cache hits) are backed up at once and end the gathering after
-        MaxOutOfOrderEvalsFactor (2.4) x MinibatchSize of them; collisions end it too."""
+        MaxOutOfOrderEvalsFactor (2.4) x MinibatchSize of them; a descent that runs into a leaf
+        already waiting for the network (a collision) keeps its virtual loss until the batch is
+        complete, so the next descents spread out, and enough collisions end the gathering."""
         cap = min(self.minibatch, self.limits.nodes - self.root.n - self.in_flight)
         batch = _Batch(max(cap, 1))
         if cap <= 0:
             return batch
         self._prepare_root_pruning()
         max_ooo = max(1, int(MAX_OUT_OF_ORDER_FACTOR * self.minibatch))
-        collisions = 0
+        collided: list[Node] = []
+        self._collided = collided
         ooo = 0
+        collisions = 0
         stop = self._stop
-        while len(batch.nodes) < cap and ooo < max_ooo and not stop.is_set():
-            r = self._pick(batch)
-            if r < 0:
-                collisions += 1
-                if collisions >= self.max_collisions:
-                    break
-            elif r == 0:
-                ooo += 1
+        try:
+            while len(batch.nodes) < cap and ooo < max_ooo and not stop.is_set():
+                r = self._pick(batch)
+                self.descents += 1
+                if r < 0:
+                    self.collisions += 1
+                    collisions += 1
+                    if collisions >= self.max_collisions:
+                        break
+                elif r == 0:
+                    ooo += 1
+        finally:
+            for node in collided:
+                self._cancel_path(node)
+            self._collided = None
         return batch
 
     def _prepare_root_pruning(self) -> None:
@@ -455,39 +470,53 @@ class Search:
         self._root_best_index = best[0] if best else -1
 
     def _pick(self, batch: _Batch) -> int:
-        """One descent. Returns 1 (leaf added to batch), 0 (visit completed at once), -1 (collision)."""
+        """One descent. Returns 1 (leaf added to batch), 0 (visit completed at once), -1 (collision).
+
+        Selection needs no board; only a leaf that is expanded gets one (`_board_at`)."""
         node = self.root
-        board = self.board
-        pushed = 0
         depth = 1
         if node.n == 0 and node.n_in_flight > 0:
-            return -1
+            return -1  # the root itself is being evaluated
         node.n_in_flight += 1
-        try:
-            while True:
-                if node.n == 0:
-                    return self._extend(node, depth, batch)
-                if node.terminal:
-                    self._complete_visit(node, depth)
-                    return 0
-                i = self._select(node, node is self.root)
-                child = node.children[i]
-                if child is None:
-                    child = Node(node, i)
-                    node.children[i] = child
-                elif child.terminal == TWO_FOLD and depth < child.m:
-                    self._revert_two_fold(child, depth)
-                if child.n == 0 and child.n_in_flight > 0:
+        while True:
+            if node.n == 0:
+                return self._extend(node, depth, batch)
+            if node.terminal:
+                self._complete_visit(node, depth)
+                return 0
+            i = self._select(node, node is self.root)
+            child = node.children[i]
+            if child is None:
+                child = Node(node, i)
+                node.children[i] = child
+            elif child.terminal == TWO_FOLD and depth < child.m:
+                self._revert_two_fold(child, depth)
+            if child.n == 0 and child.n_in_flight > 0:
+                # collision: the path keeps its virtual loss until the gathering ends
+                if self._collided is not None:
+                    self._collided.append(node)
+                else:
                     self._cancel_path(node)
-                    return -1
-                child.n_in_flight += 1
-                board.push(node.moves[i])
-                pushed += 1
-                node = child
-                depth += 1
-        finally:
-            for _ in range(pushed):
-                board.pop()
+                return -1
+            child.n_in_flight += 1
+            node = child
+            depth += 1
+
+    def _board_at(self, node: Node) -> chess.Board:
+        """A fresh board of `node`'s position: the nearest ancestor's cached board (or the root's)
+        plus the moves down to it; busy nodes on the way keep a copy for the next descents."""
+        path = []
+        n = node
+        root = self.root
+        while n is not root and n.board is None:
+            path.append(n)
+            n = n.parent
+        board = (self.board if n is root else n.board).copy(stack=False)
+        for m in reversed(path):
+            board.push(m.parent.moves[m.index])
+            if m is not node and m.n >= BOARD_CACHE_VISITS:
+                m.board = board.copy(stack=False)
+        return board
 
     def _select(self, node: Node, is_root: bool) -> int:
         p = node.p
@@ -562,9 +591,9 @@ class Search:
                     + params.moves_left_quadratic_factor * q * q)
 
     def _extend(self, node: Node, depth: int, batch: _Batch) -> int:
-        """First visit of `node` (the working board is at its position)."""
-        board = self.board
+        """First visit of `node`: terminal check, NN cache, or a place in the batch."""
         is_root = node is self.root
+        board = self.board if is_root else self._board_at(node)
         if node.state is None:
             node.state = PositionState.from_board(board, node.parent.state)
         state = node.state

@@ -52,6 +52,7 @@ class Node:
         "terminal",
         "lower",
         "upper",
+        "board",
     )
 
     def __init__(self, parent: Optional["Node"] = None, index: int = 0):
@@ -70,6 +71,7 @@ class Node:
         self.terminal = NON_TERMINAL
         self.lower = LOSS
         self.upper = WIN
+        self.board = None  # python-chess board of this position, kept only by busy nodes
 
     # ---- edges
     def set_edges(self, moves: list, priors: list) -> None:
