@@ -2,7 +2,7 @@
 
 Commands: uci, isready, setoption, ucinewgame, position (startpos | fen ... [moves ...]), go (wtime
 btime winc binc movestogo nodes movetime depth mate infinite searchmoves ponder), stop, ponderhit,
-quit. `go` starts a search thread and returns at once, `stop` never blocks, `isready` answers
+quit (and `debug`, accepted and ignored). `go` starts a search thread and returns at once, `stop` never blocks, `isready` answers
 readyok while a search runs. The network is loaded on the first `isready` or `go` (and again after
 WeightsFile, Backend or BackendOptions change), with `info string` progress.
 
@@ -12,7 +12,11 @@ that cannot be loaded is reported the same way; `go` then answers `bestmove (non
 is `quit`.
 
 Options carry lc0's names and (where they mean the same) lc0's defaults; UCI has no float type, so
-float options are declared `type string` as lc0 does.
+float options are declared `type string` as lc0 does. Differences from lc0: NNCacheSize defaults to
+200000 (Python entries are larger), CacheHistoryLength to 7 (the whole network input is the cache
+key; 0 gives lc0's current-position key), Threads 1 means "no pipelining" (any other value: the
+next batch is gathered while the backend evaluates the current one). VerboseMoveStats and
+LogLiveStats print lc0's per-move table, which Nibbler reads.
 """
 
 from __future__ import annotations
@@ -107,7 +111,7 @@ def default_options() -> list[Option]:
         Option("WeightsFile", "string", str(default_net_path())),
         Option("Backend", "combo", "rocm-auto", choices=BACKEND_CHOICES),
         Option("BackendOptions", "string", ""),
-        Option("Threads", "spin", 0, 0, 2),
+        Option("Threads", "spin", 0, 0, 128),
         Option("MinibatchSize", "spin", 0, 0, 1024),
         Option("NNCacheSize", "spin", 200000, 0, 999999999),
         Option("CacheHistoryLength", "spin", 7, 0, 7),
@@ -122,8 +126,10 @@ def default_options() -> list[Option]:
         Option("HistoryFill", "combo", "fen_only", choices=HISTORY_FILL),
         Option("ScoreType", "combo", sc.DEFAULT_SCORE_TYPE, choices=sc.SCORE_TYPES),
         Option("VerboseMoveStats", "check", False),
+        Option("LogLiveStats", "check", False),
         Option("Ponder", "check", False),
         Option("UCI_ShowWDL", "check", False),
+        Option("UCI_ShowMovesLeft", "check", False),
         Option("UCI_Chess960", "check", False),
     ]
 
@@ -259,6 +265,7 @@ class UciEngine:
             "stop": self.cmd_stop,
             "ponderhit": self.cmd_ponderhit,
             "quit": self.cmd_quit,
+            "debug": lambda args: None,  # UCI's debug on/off: accepted, nothing to switch
         }
 
     # ---- output
@@ -522,11 +529,14 @@ class UciEngine:
 
     def _send_infos(self, lines, chess960: bool) -> None:
         show_wdl = bool(self.opt("UCI_ShowWDL"))
+        show_ml = bool(self.opt("UCI_ShowMovesLeft"))
         for info in lines:
             parts = ["info", "depth", str(info.depth), "seldepth", str(info.seldepth), "time", str(info.time_ms),
                      "nodes", str(info.nodes), "score", info.score[0], str(info.score[1])]
             if show_wdl:
                 parts += ["wdl", *map(str, info.wdl)]
+            if show_ml and info.moves_left is not None:
+                parts += ["movesleft", str(info.moves_left)]
             if info.nps is not None:
                 parts += ["nps", str(info.nps)]
             parts += ["tbhits", "0"]
@@ -534,6 +544,10 @@ class UciEngine:
                 parts += ["multipv", str(info.multipv)]
             parts += ["pv", *(_uci(m, chess960) for m in info.pv)]
             self.send(" ".join(parts))
+        s = self.search
+        if self.opt("LogLiveStats") and s is not None and s.running:
+            for line in s.verbose_stats_lines():  # Nibbler's live move table
+                self.info_string(line)
 
     def _stop_and_wait(self) -> None:
         s = self.search

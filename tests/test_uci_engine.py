@@ -27,7 +27,8 @@ SMALL = WEIGHTS_DIR / "se-classical-small.pb.gz"
 OPTION_NAMES = (
     "WeightsFile", "Backend", "BackendOptions", "Threads", "MinibatchSize", "NNCacheSize", "CacheHistoryLength",
     "CPuct", "CPuctBase", "CPuctFactor", "FpuValue", "PolicyTemperature", "SmartPruningFactor", "MultiPV",
-    "MoveOverheadMs", "HistoryFill", "ScoreType", "VerboseMoveStats", "Ponder", "UCI_ShowWDL", "UCI_Chess960",
+    "MoveOverheadMs", "HistoryFill", "ScoreType", "VerboseMoveStats", "LogLiveStats", "Ponder", "UCI_ShowWDL",
+    "UCI_ShowMovesLeft", "UCI_Chess960",
 )
 
 
@@ -406,3 +407,29 @@ def test_plays_lc0s_move_at_one_node():
     finally:
         ours.quit()
         theirs.quit()
+
+
+def test_go_limits_mate_depth_movetime_and_lc0_extras():
+    raw = Raw()  # the default net: it has a moves-left head
+    try:
+        for opt in ("UCI_ShowMovesLeft value true", "LogLiveStats value true", "Threads value 4"):
+            raw.send(f"setoption name {opt}")
+        raw.send("isready")
+        _, _, before = raw.until("readyok", timeout=60)
+        assert not [x for x in before if "error" in x], before
+        raw.send("position fen 6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1")
+        raw.send("go mate 1")
+        _, line, before = raw.until("bestmove", timeout=30)
+        assert line.split()[1] == "d1d8" and any(" score mate 1 " in x for x in before)
+        assert any(" movesleft " in x for x in before if x.startswith("info depth"))
+        assert any(x.startswith("info string d1d8 ") for x in before)  # live verbose stats
+        raw.send("position startpos")
+        raw.send("go depth 2")
+        _, line, before = raw.until("bestmove", timeout=30)
+        depths = [int(x.split()[2]) for x in before if x.startswith("info depth")]
+        assert depths and depths[-1] >= 2 and chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
+        t = raw.send("go movetime 500")
+        t_best, _, _ = raw.until("bestmove", timeout=30)
+        assert 0.1 < t_best - t < 2.0  # 500 ms less MoveOverheadMs (200)
+    finally:
+        raw.close()

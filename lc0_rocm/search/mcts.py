@@ -375,7 +375,7 @@ class Search:
             if stop or self._stop.is_set():
                 self._revert_batch(self._next)
                 self._next = None
-                if stop and self.limits.infinite and not self._stop.is_set():
+                if stop and self.limits.hold_bestmove and not self._stop.is_set():
                     # go infinite / ponder: bestmove only after `stop` or a ponderhit that ends it
                     self._send_info()
                     if self._wait_for_stop_or_ponderhit():
@@ -400,7 +400,7 @@ class Search:
             if self._ponderhit.is_set():
                 self._ponderhit.clear()
                 if self._check_stop():
-                    if self.limits.infinite:
+                    if self.limits.hold_bestmove:
                         continue
                     return False
                 return True
@@ -801,6 +801,9 @@ class Search:
                     continue
                 if c.terminal and c.wl > 0:
                     s.win_found = True
+                    depth = sc.mate_score(c.m, 1.0)
+                    if s.mate_depth is None or depth < s.mate_depth:
+                        s.mate_depth = depth
                 if c.terminal and c.wl < 0:
                     s.num_losing_edges += 1
                 if c.wl > -0.98:
@@ -870,11 +873,13 @@ class Search:
                 score = ("mate", sc.mate_score(e.m, e.wl))
             else:
                 score = ("cp", sc.uci_score(self.score_type, e.wl, e.d, self.has_wdl))
+            m = e.m if e.n > 0 else 1.0 + root.m  # lc0's default for an unvisited edge
             lines.append(InfoLine(
                 depth=max(depth, 1), seldepth=self.max_depth, time_ms=elapsed_ms,
                 nodes=self.playouts + self.initial_visits, score=score,
                 wdl=sc.wdl_triplet(e.wl, e.d, self.score_type), nps=nps,
-                multipv=k + 1 if self.params.multipv > 1 else None, pv=self._pv(i)))
+                multipv=k + 1 if self.params.multipv > 1 else None, pv=self._pv(i),
+                moves_left=int((1.0 + m) / 2.0) if self.mlh_enabled else None))
         return lines
 
     def _send_info(self, force: bool = False) -> None:
@@ -1044,3 +1049,4 @@ class InfoLine:
     nps: Optional[int]
     multipv: Optional[int]
     pv: list
+    moves_left: Optional[int] = None  # expected moves to the end of the game (nets with MLH)

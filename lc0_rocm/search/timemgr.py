@@ -59,6 +59,8 @@ class SearchLimits:
     nodes: int = NODE_LIMIT_MAX  # visits in the tree, reused ones included
     depth: Optional[int] = None
     infinite: bool = False  # no intrinsic stops (smart pruning): infinite, ponder, mate
+    hold_bestmove: bool = False  # go infinite / ponder: bestmove only after stop (or ponderhit)
+    mate: Optional[int] = None  # go mate N: stop once a mate in <= N moves is proven
     from_clock: bool = False  # the deadline came from the clock (unused time is saved)
 
 
@@ -75,6 +77,7 @@ class IterationStats:
     win_found: bool = False
     num_losing_edges: int = 0
     may_resign: bool = True
+    mate_depth: Optional[int] = None  # shortest proven mate (moves) among the root moves
 
 
 def estimated_moves_to_go(ply: int, midpoint: float = 51.5, steepness: float = 7.0) -> float:
@@ -100,7 +103,7 @@ class TimeManager:
     def limits(self, go: GoParams, ply: int, black_to_move: bool) -> SearchLimits:
         """The limits of the search this `go` starts (ply = half-moves played since the start)."""
         infinite = go.infinite or go.ponder or go.mate is not None
-        lim = SearchLimits(infinite=infinite)
+        lim = SearchLimits(infinite=infinite, hold_bestmove=go.infinite or go.ponder, mate=go.mate)
         if go.nodes is not None:
             lim.nodes = max(0, min(int(go.nodes), NODE_LIMIT_MAX))
         if go.depth is not None:
@@ -171,6 +174,9 @@ class Stopper:
             self.remaining_playouts = float(lim.nodes - s.total_nodes)
         if lim.depth is not None and s.average_depth >= lim.depth:
             self.reason = "depth"
+            return True
+        if lim.mate is not None and s.mate_depth is not None and s.mate_depth <= lim.mate:
+            self.reason = "mate"
             return True
         return self._smart_pruning(s, remaining_time_ms)
 
