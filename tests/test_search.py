@@ -25,7 +25,7 @@ from lc0_rocm.backends.base import Backend
 from lc0_rocm.backends.factory import create_backend
 from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.net.loader import load_net
-from lc0_rocm.search.mcts import NNEvaluator, Search, SearchParams, has_mating_material
+from lc0_rocm.search.mcts import NNEvaluator, Search, SearchParams, _Batch, has_mating_material
 from lc0_rocm.search.node import DRAW, END_OF_GAME, TWO_FOLD, WIN, NodeTree
 from lc0_rocm.search.timemgr import (
     GoParams,
@@ -420,3 +420,45 @@ def test_smart_pruning_stops_when_no_move_can_catch_up():
     assert st.check(IterationStats(total_nodes=5, playouts=5, edge_n=[4], **base)) and st.reason == "only move"
     inf = Stopper(SearchLimits(infinite=True), smart_pruning_factor=1.33)
     assert not inf.check(IterationStats(total_nodes=5, playouts=5, edge_n=[4], **base))
+
+
+def _force_playout(s: Search, ucis: list[str]):
+    """One playout down the given (already expanded) path, as a descent of a minibatch of 1 would go."""
+    node = s.root
+    node.n_in_flight += 1
+    for uci in ucis:
+        node = node.child([m.uci() for m in node.moves].index(uci))
+        node.n_in_flight += 1
+    depth = len(ucis) + 1
+    if node.terminal:
+        s._complete_visit(node, depth)
+    else:
+        assert node.n == 0
+        batch = _Batch(1)
+        if s._extend(node, depth, batch) == 1:
+            s._apply(batch, s.ev.backend.evaluate(batch.planes()))
+    return node
+
+
+def test_two_fold_draws_are_undone_when_the_first_occurrence_leaves_the_tree():
+    ev = evaluator(SMALL)
+    tree = NodeTree()
+    start = ["g1f3", "g8f6"]
+    s = search(ev, None, start, nodes=1, tree=tree, params=SearchParams(minibatch_size=1, pipeline=False))
+    line = ["f3g1", "f6g8", "g1f3", "g8f6"]  # back to the root position, 4 plies down
+    for k in range(1, 4):
+        _force_playout(s, line[:k])
+    rep = _force_playout(s, line)
+    assert rep.terminal == TWO_FOLD and rep.m == 4 and rep.wl == 0.0
+    for _ in range(3):  # more visits to the draw
+        _force_playout(s, line)
+    assert rep.n == 4 and s.root.n == 8
+    s2 = search(ev, None, start + ["f3g1", "f6g8"], nodes=300, tree=tree, searchmoves=_only("g1f3"),
+                params=SearchParams(minibatch_size=1, pipeline=False, smart_pruning_factor=0))
+    assert tree.reused and s2.initial_visits == 6 - 4  # the 4 draw visits were taken back
+    # Two plies below the new root the repetition's first occurrence is above it: no longer a draw.
+    assert rep.terminal != TWO_FOLD and rep.n >= 1 and rep.moves is not None
+    for n in _walk(s2.root):
+        assert n.n >= 0 and n.n_in_flight == 0
+        if n.moves is not None and n.n > 0 and not n.terminal:
+            assert n.n == 1 + sum(c.n for c in n.children if c is not None)
