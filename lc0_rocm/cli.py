@@ -48,12 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     from .errors import Lc0RocmError
 
     argv = sys.argv[1:] if argv is None else argv
-    if not argv:
-        argv = ["uci"]
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["uci"] + argv  # GUIs start engines bare or with lc0-style flags (-w NET)
     args = build_parser().parse_args(argv)
-    if args.command is None:
-        argv = ["uci"] + argv
-        args = build_parser().parse_args(argv)
     try:
         return int(_load(args._module).run(args) or 0)
     except Lc0RocmError as e:
