@@ -20,6 +20,9 @@ typedef void* hipStream_t;
 typedef void* hipEvent_t;
 typedef void* hipModule_t;
 typedef void* hipFunction_t;
+typedef void* hipGraph_t;
+typedef void* hipGraphExec_t;
+typedef void* hipGraphNode_t;
 
 /* ---------------------------------------------------------------- error codes */
 
@@ -321,6 +324,50 @@ HOC_EXPORT hipError_t hipEventDestroy(hipEvent_t e) { RT(cudaEventDestroy((cudaE
 HOC_EXPORT hipError_t hipEventElapsedTime(float* ms, hipEvent_t a, hipEvent_t b) {
     RT(cudaEventElapsedTime(ms, (cudaEvent_t)a, (cudaEvent_t)b));
 }
+
+/* ---------------------------------------------------------------- graphs (stream capture) */
+
+/* hipStreamCaptureMode Global/ThreadLocal/Relaxed and hipStreamCaptureStatus None/Active/Invalidated
+ * have CUDA's values (checked against hip_abi.h at compile time below). */
+_Static_assert((int)hipStreamCaptureModeGlobal == (int)cudaStreamCaptureModeGlobal &&
+                   (int)hipStreamCaptureModeThreadLocal == (int)cudaStreamCaptureModeThreadLocal &&
+                   (int)hipStreamCaptureModeRelaxed == (int)cudaStreamCaptureModeRelaxed,
+               "capture modes differ");
+_Static_assert((int)hipStreamCaptureStatusNone == (int)cudaStreamCaptureStatusNone &&
+                   (int)hipStreamCaptureStatusActive == (int)cudaStreamCaptureStatusActive &&
+                   (int)hipStreamCaptureStatusInvalidated == (int)cudaStreamCaptureStatusInvalidated,
+               "capture statuses differ");
+
+HOC_EXPORT hipError_t hipStreamBeginCapture(hipStream_t s, hipStreamCaptureMode mode) {
+    RT(cudaStreamBeginCapture((cudaStream_t)s, (enum cudaStreamCaptureMode)mode));
+}
+HOC_EXPORT hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t* g) {
+    RT(cudaStreamEndCapture((cudaStream_t)s, (cudaGraph_t*)g));
+}
+HOC_EXPORT hipError_t hipStreamIsCapturing(hipStream_t s, hipStreamCaptureStatus* status) {
+    enum cudaStreamCaptureStatus c = cudaStreamCaptureStatusNone;
+    hipError_t e = hoc_err((int)cudaStreamIsCapturing((cudaStream_t)s, &c), "cudaStreamIsCapturing");
+    if (status) *status = (hipStreamCaptureStatus)c;
+    return e;
+}
+/* HIP keeps CUDA 11's signature (error node and log buffer); CUDA 12+ takes flags instead. */
+HOC_EXPORT hipError_t hipGraphInstantiate(hipGraphExec_t* exec, hipGraph_t g, hipGraphNode_t* err_node, char* log,
+                                          size_t log_size) {
+    if (err_node) *err_node = NULL;
+    if (log && log_size) log[0] = 0;
+    RT(cudaGraphInstantiate((cudaGraphExec_t*)exec, (cudaGraph_t)g, 0));
+}
+HOC_EXPORT hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t* exec, hipGraph_t g, unsigned long long flags) {
+    RT(cudaGraphInstantiateWithFlags((cudaGraphExec_t*)exec, (cudaGraph_t)g, flags));
+}
+HOC_EXPORT hipError_t hipGraphUpload(hipGraphExec_t exec, hipStream_t s) {
+    RT(cudaGraphUpload((cudaGraphExec_t)exec, (cudaStream_t)s));
+}
+HOC_EXPORT hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s) {
+    RT(cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)s));
+}
+HOC_EXPORT hipError_t hipGraphExecDestroy(hipGraphExec_t exec) { RT(cudaGraphExecDestroy((cudaGraphExec_t)exec)); }
+HOC_EXPORT hipError_t hipGraphDestroy(hipGraph_t g) { RT(cudaGraphDestroy((cudaGraph_t)g)); }
 
 /* ---------------------------------------------------------------- modules and launches */
 

@@ -25,6 +25,8 @@ ENUMS = [
     ("hip", "hipMemcpyKind"),
     ("hip", "hipFunction_attribute"),
     ("hip", "hipDataType"),
+    ("hip", "hipStreamCaptureMode"),
+    ("hip", "hipStreamCaptureStatus"),
     ("hiprtc", "hiprtcResult"),
     ("hipblas", "hipblasStatus_t"),
     ("hipblas", "hipblasOperation_t"),

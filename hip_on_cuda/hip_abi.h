@@ -279,6 +279,18 @@ typedef enum hipDataType {
     HIP_R_8F_E5M2_FNUZ = 1001,
 } hipDataType;
 
+typedef enum hipStreamCaptureMode {
+    hipStreamCaptureModeGlobal = 0,
+    hipStreamCaptureModeThreadLocal = 1,
+    hipStreamCaptureModeRelaxed = 2,
+} hipStreamCaptureMode;
+
+typedef enum hipStreamCaptureStatus {
+    hipStreamCaptureStatusNone = 0,
+    hipStreamCaptureStatusActive = 1,
+    hipStreamCaptureStatusInvalidated = 2,
+} hipStreamCaptureStatus;
+
 typedef enum hiprtcResult {
     HIPRTC_SUCCESS = 0,
     HIPRTC_ERROR_OUT_OF_MEMORY = 1,

@@ -1,9 +1,22 @@
 """The GPU backends `rocm` (fp32), `rocm-fp16` and `rocm-auto` (fp16 where the device has fast fp16).
 
-A thin `Backend` over `lc0_rocm.gpu.network.GpuNetwork`; imported by the backend factory only when a
-GPU backend is asked for. Backend options (lc0 style, "key=value,..."): `gpu` (device index, default 0),
-`max_batch` (positions per device pass, default 1024; larger batches are run in pieces), `mlh`
-(true/false). Evaluations are serialized (one at a time per backend). Failures of the GPU stack become `BackendError` with a one-line message.
+A thin `Backend` over `lc0_rocm.gpu.network.GpuNetwork` (one device) or `lc0_rocm.gpu.multi.MultiGpuNetwork`
+(several); imported by the backend factory only when a GPU backend is asked for. Backend options (lc0 style,
+"key=value,..."):
+  `gpu` (device index, default 0) or `gpus` (device list, lc0's demux: "gpus=0:1" splits every batch
+  across the devices, one runner per entry; a device may repeat; "," also separates the list where the
+  option string is not itself split on commas);
+  `max_batch` (positions per device pass, default 1024; larger batches are run in pieces);
+  `mlh` (true/false);
+  `graph_capture` (true/false, default true: each batch size is captured into hipGraphs on first use
+  and replayed); `graph_precapture` (N: run and capture batch sizes 1..N at start, default 0);
+  `attention` (auto, simple or tiled: the attention kernel); `vector_ln` (true/false, default true: the
+  16-byte-access LayerNorm kernel where widths allow).
+Besides `evaluate`, the backend has an asynchronous pair for a search that keeps batches in flight:
+`submit(planes) -> handle` (queues the batch and returns at once) and `collect(handle) -> NetOutputs`
+(waits for it, holding no lock); `evaluate` = collect(submit(planes)). `evaluate_timed(planes)` also
+returns the device seconds of the batch (events around upload, compute and download), which
+backendbench uses. Failures of the GPU stack become `BackendError` with a one-line message.
 """
 
 from __future__ import annotations
@@ -63,46 +76,113 @@ def _bool_option(opts: dict, key: str, default: bool) -> bool:
     raise BackendError(f"backend option {key}={opts[key]!r}: expected true or false")
 
 
+def _gpu_list(opts: dict) -> list[int]:
+    if "gpus" not in opts:
+        return [_int_option(opts, "gpu", 0, 0)]
+    items = [x.strip() for x in opts["gpus"].replace(":", ",").split(",") if x.strip()]
+    try:
+        gpus = [int(x) for x in items]
+    except ValueError:
+        gpus = []
+    if not gpus or min(gpus) < 0:
+        raise BackendError(f"backend option gpus={opts['gpus']!r}: expected device indices like 0,1")
+    return gpus
+
+
+_ATTENTION = ("auto", "simple", "tiled")
+
+
 class RocmBackend(Backend):
-    """A network on a HIP device; precision 'fp32', 'fp16' or 'auto'."""
+    """A network on one or more HIP devices; precision 'fp32', 'fp16' or 'auto'."""
 
     def __init__(self, net: NetDescription, precision: str = "auto", options: dict | None = None):
         super().__init__(net)
         opts = dict(options or {})
         if precision not in ("fp32", "fp16", "auto"):
             raise BackendError(f"unknown precision {precision!r} (fp32, fp16, auto)")
-        index = _int_option(opts, "gpu", 0, 0)
+        gpus = _gpu_list(opts)
         self._max_batch = _int_option(opts, "max_batch", DEFAULT_MAX_BATCH, 1)
         self.mlh = _bool_option(opts, "mlh", True)
+        graphs = _bool_option(opts, "graph_capture", True)
+        precapture = _int_option(opts, "graph_precapture", 0, 0)
+        vector_ln = _bool_option(opts, "vector_ln", True)
+        attention = opts.get("attention", "auto").strip().lower()
+        if attention not in _ATTENTION:
+            raise BackendError(f"backend option attention={opts['attention']!r}: expected one of {', '.join(_ATTENTION)}")
         self.network = None
-        self._lock = threading.Lock()  # one evaluation at a time: the network's buffers are shared
+        self._lock = threading.Lock()  # guards close() against a concurrent start of an evaluation
         try:
             from ..gpu.device import get_device
+            from ..gpu.multi import MultiGpuNetwork
             from ..gpu.network import GpuNetwork
 
-            self.device = get_device(index)
+            devices = [get_device(i) for i in gpus]
+            self.device = devices[0]
             if precision == "auto":
-                precision = "fp16" if fp16_is_fast(self.device.arch) else "fp32"
+                precision = "fp16" if all(fp16_is_fast(d.arch) for d in devices) else "fp32"
             self.precision = precision
             self.name = "rocm-fp16" if precision == "fp16" else "rocm"
-            self.network = GpuNetwork(net, self.device, "f16" if precision == "fp16" else "f32", self._max_batch)
+            dtype = "f16" if precision == "fp16" else "f32"
+            kw = dict(graphs=graphs, mha_variant=attention, vector_ln=vector_ln)
+            if len(devices) == 1:
+                self.network = GpuNetwork(net, self.device, dtype, self._max_batch, **kw)
+            else:
+                self.network = MultiGpuNetwork(net, devices, dtype, self._max_batch, **kw)
+            if precapture:
+                self.network.warm_up(range(1, min(precapture, self.network.max_batch) + 1), self.mlh)
         except Lc0RocmError as e:
+            self._close_quietly()
             raise BackendError(f"cannot start the GPU backend: {_one_line(e)}") from None
         except (ValueError, RuntimeError, OSError) as e:
+            self._close_quietly()
             raise BackendError(f"cannot start the GPU backend: {type(e).__name__}: {_one_line(e)}") from None
 
     @property
     def max_batch(self) -> int:
         return self._max_batch
 
+    def _net(self):
+        net = self.network
+        if net is None:
+            raise BackendError("the GPU backend is closed")
+        return net
+
+    def submit(self, planes: PackedPlanes):
+        """Queue a batch (any size; larger than the device batch runs in pieces); returns a handle."""
+        net = self._net()
+        try:
+            if len(planes) <= net.max_batch:
+                return net, net.submit(planes, self.mlh)
+            return net, None, planes  # too large for one pass: evaluated in pieces by collect
+        except Lc0RocmError as e:
+            raise BackendError(f"GPU evaluation failed: {_one_line(e)}") from None
+
+    def collect(self, handle) -> NetOutputs:
+        """The outputs of a submitted batch (waits for the device without holding any lock)."""
+        try:
+            if handle[1] is None:
+                return handle[0].evaluate(handle[2], self.mlh)
+            return handle[0].collect(handle[1])
+        except Lc0RocmError as e:
+            raise BackendError(f"GPU evaluation failed: {_one_line(e)}") from None
+
     def evaluate(self, planes: PackedPlanes) -> NetOutputs:
-        with self._lock:
-            if self.network is None:
-                raise BackendError("the GPU backend is closed")
-            try:
-                return self.network.evaluate(planes, with_mlh=self.mlh)
-            except Lc0RocmError as e:
-                raise BackendError(f"GPU evaluation failed: {_one_line(e)}") from None
+        return self.collect(self.submit(planes))
+
+    def evaluate_timed(self, planes: PackedPlanes) -> tuple[NetOutputs, float]:
+        """(outputs, device seconds from the first upload to the last download)."""
+        try:
+            return self._net().evaluate_timed(planes, self.mlh)
+        except Lc0RocmError as e:
+            raise BackendError(f"GPU evaluation failed: {_one_line(e)}") from None
+
+    def _close_quietly(self) -> None:
+        try:
+            if self.network is not None:
+                self.network.close()
+        except Exception:
+            pass
+        self.network = None
 
     def close(self) -> None:
         with self._lock:

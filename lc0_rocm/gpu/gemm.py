@@ -176,7 +176,7 @@ class Gemm:
                 plan.destroy()
                 raise GemmError("hipBLASLt found no algorithm", m, n, k, dtype)
             tag = f"{m},{n},{k},{dtype},{act},{int(has_bias)}"
-            cached = self._load_cache().get(tag)
+            cached = self._load_cache().get(tag) if self.tune else None  # tuning off: the heuristic's pick
             if cached and cached.get("count") == len(cands) and 0 <= cached.get("rank", -1) < len(cands):
                 rank = int(cached["rank"])
                 plan.algo_ms = cached.get("ms")

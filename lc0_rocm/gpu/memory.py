@@ -132,14 +132,17 @@ class Arena:
         self.base.free()
 
 
+_HOST_MALLOC_PORTABLE = 1  # hipHostMallocPortable: pinned for every device, not only the current one
+
+
 class PinnedBuffer:
-    """Page-locked host memory (hipHostMalloc): fast, async-capable uploads and downloads."""
+    """Page-locked host memory (hipHostMalloc, portable): fast, async-capable uploads and downloads."""
 
     def __init__(self, nbytes: int):
         if nbytes <= 0:
             raise ValueError(f"allocation size must be positive, got {nbytes}")
         self.ptr = 0
-        self.ptr = int(hip_call("hipHostMalloc", int(nbytes), 0))
+        self.ptr = int(hip_call("hipHostMalloc", int(nbytes), _HOST_MALLOC_PORTABLE))
         self.nbytes = int(nbytes)
         self._raw = (ctypes.c_char * self.nbytes).from_address(self.ptr)
 

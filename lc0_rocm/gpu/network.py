@@ -1,17 +1,38 @@
 """The GPU network runner: builds device layers from a `NetDescription` once and evaluates batches.
 
 `GpuNetwork(net, device, dtype, max_batch)` uploads every weight once (fp32 or fp16 storage; float
-accumulation everywhere), sizes the activation workspace for `max_batch` positions, and
-`evaluate(planes)` runs: upload packed planes -> expand on the GPU -> conv tower and/or attention
-body -> policy head (float32 logits in lc0's 1858 order) and value / moves-left heads (float32
-W, D, L, Q, M) -> one download of each -> `NetOutputs`. Everything for one batch is queued on one
-stream and synchronized once at the end. Batches larger than `max_batch` are run in pieces.
+accumulation everywhere) and sizes the activation workspace for `max_batch` positions. One batch of
+n <= max_batch positions flows through three streams, like lc0's CUDA backend:
 
-Which layers: conv tower (`layers_conv`), attention body and attention policy (`layers_attention`),
-conv / classical policy (`layers_conv`), value and moves-left heads (`layers_heads`).
+    upload stream   pinned slot input --H2D--> slot device input                      [ev_up]
+    compute stream  wait ev_up; slot input --D2D--> workspace input; part A (expand, tower/body,
+                    policy head -> float32 logits); policy --D2D--> slot [ev_pol]; part B (value and
+                    moves-left heads -> float32 W, D, L, Q, M); heads --D2D--> slot [ev_done]
+    download stream wait ev_pol: policy D2H into the slot's pinned output (while part B computes);
+                    wait ev_done: heads D2H [ev_out]
+
+A *slot* owns pinned host buffers, device staging buffers and the events of one batch in flight;
+slots come from a pool that grows on demand. `submit(planes) -> Pending` queues a batch and returns at
+once (the host copies the inputs into the slot's pinned buffer and issues ~15 runtime calls);
+`collect(pending) -> NetOutputs` waits for that batch's last event without holding any lock. The
+policy array it returns is a view of the slot's pinned memory: the slot goes back to the pool when the
+last array viewing it is garbage-collected (the value/moves-left columns are small copies).
+`evaluate(planes)` = submit every piece of at most max_batch, then collect them all.
+
+Parts A and B are captured once per batch size (and moves-left on/off) into graphs (hipGraph) when
+`graphs=True`: the first batch of a size runs eagerly (that makes and tunes the GEMM plans and
+compiles the kernels), then both parts are captured on a private stream and replayed from then on,
+one launch each. The workspace and staging pointers are fixed, so one graph serves every slot.
 """
 
 from __future__ import annotations
+
+import ctypes
+import threading
+import time
+import weakref
+from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,42 +40,147 @@ from ..backends.base import NetOutputs
 from ..encoding.packed import NUM_PLANES, PackedPlanes
 from ..net.description import AttentionPolicyHead, ClassicalPolicyHead, ConvPolicyHead, NetDescription
 from .gemm import Gemm
+from .hiperr import GpuError, hip_call, hip_modules
 from .layers import Context, Workspace
 from .layers_attention import AttentionBodyGpu, AttentionPolicyGpu
 from .layers_conv import ClassicalPolicyGpu, ConvPolicyGpu, ConvTowerGpu
 from .layers_heads import HeadsGpu
-from .memory import DeviceBuffer
+from .memory import DeviceBuffer, PinnedBuffer
 from .nn_kernels import POLICY_SIZE, NnKernels
-from .stream import Stream
+from .stream import Event, Graph, Stream
 
 DTYPE_ITEMSIZE = {"f32": 4, "f16": 2}
+IN_BYTES = NUM_PLANES * (8 + 4)  # per position: 112 uint64 masks, then (after all masks) 112 float32 values
+POLICY_BYTES = POLICY_SIZE * 4
+HEADS_BYTES = 5 * 4
+OUT_BYTES = POLICY_BYTES + HEADS_BYTES
+
+
+def _check(status, call: str) -> None:
+    if status:  # hipError_t is an IntEnum; 0 is success
+        raise GpuError(f"{call} failed: {getattr(status, 'name', status)} ({int(status)})")
+
+
+class _Slot:
+    """One batch in flight: pinned host buffers, device staging buffers, events."""
+
+    def __init__(self, device, max_batch: int):
+        self.max_batch = max_batch
+        self.pin_in = PinnedBuffer(max_batch * IN_BYTES)
+        self.pin_out = PinnedBuffer(max_batch * OUT_BYTES)
+        self.dev_in = DeviceBuffer.allocate(device, max_batch * IN_BYTES)
+        self.dev_out = DeviceBuffer.allocate(device, max_batch * OUT_BYTES)
+        self.ev_start = Event(timing=True)
+        self.ev_up = Event(timing=False)
+        self.ev_pol = Event(timing=False)
+        self.ev_done = Event(timing=False)
+        self.ev_out = Event(timing=True)
+        self._in_u8 = self.pin_in.array(np.uint8, max_batch * IN_BYTES)
+
+    def inputs(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Views of the pinned input for n positions: masks uint64 [n, 112], values float32 [n, 112]."""
+        m = self._in_u8[: n * NUM_PLANES * 8].view(np.uint64).reshape(n, NUM_PLANES)
+        v = self._in_u8[n * NUM_PLANES * 8: n * IN_BYTES].view(np.float32).reshape(n, NUM_PLANES)
+        return m, v
+
+    def free(self) -> None:
+        for e in (self.ev_start, self.ev_up, self.ev_pol, self.ev_done, self.ev_out):
+            e.close()
+        self.dev_in.free()
+        self.dev_out.free()
+        self.pin_in.free()
+        self.pin_out.free()
+
+
+class _SlotPool:
+    """Free slots; `release` may run from any thread (a garbage-collection finalizer calls it).
+
+    A slot whose outputs are still referenced when the network closes is freed when it comes back.
+    """
+
+    def __init__(self, device, max_batch: int):
+        self.device, self.max_batch = device, max_batch
+        self.free: deque[_Slot] = deque()
+        self.created = 0
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def acquire(self) -> _Slot:
+        try:
+            return self.free.pop()
+        except IndexError:
+            pass
+        with self._lock:
+            slot = _Slot(self.device, self.max_batch)
+            self.created += 1
+            return slot
+
+    def release(self, slot: _Slot) -> None:
+        if self.closed:
+            try:
+                slot.free()
+            except Exception:
+                pass
+            return
+        self.free.append(slot)  # deque.append is atomic
+
+    def close(self) -> None:
+        self.closed = True
+        while True:
+            try:
+                slot = self.free.pop()
+            except IndexError:
+                break
+            slot.free()
+
+
+@dataclass
+class Pending:
+    """A submitted batch: collect it with `GpuNetwork.collect`."""
+
+    slot: _Slot
+    n: int
+    with_mlh: bool
+    collected: bool = False
 
 
 class GpuNetwork:
     """One network on one device in one storage dtype ('f32' or 'f16')."""
 
     def __init__(self, net: NetDescription, device, dtype: str = "f16", max_batch: int = 1024,
-                 gemm: Gemm | None = None):
+                 gemm: Gemm | None = None, graphs: bool = True, mha_variant: str = "auto",
+                 vector_ln: bool = True):
         if dtype not in DTYPE_ITEMSIZE:
             raise ValueError(f"dtype must be 'f32' or 'f16', got {dtype!r}")
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.net, self.device, self.dtype, self.max_batch = net, device, dtype, int(max_batch)
+        self.use_graphs = bool(graphs)
         self._own_gemm = gemm is None
+        device.make_current()
         stream = Stream(device)
+        self.upload_stream, self.download_stream = Stream(device), Stream(device)
+        self._capture_stream = Stream(device)
         ws = Workspace(device, DTYPE_ITEMSIZE[dtype])
-        self.ctx = Context(device, dtype, gemm or Gemm(device), NnKernels(device, dtype), stream, self.max_batch, ws)
+        self.ctx = Context(device, dtype, gemm or Gemm(device), NnKernels(device, dtype, mha_variant, vector_ln), stream, self.max_batch, ws)
+        self._lock = threading.Lock()  # orders enqueues (and graph captures) on the compute stream
+        self._graphs: dict[tuple, tuple[Graph, Graph]] = {}
+        self.graph_captures = 0
+        self.pool = None
         try:
             self._build()
             b = self.max_batch
-            ws.request("masks", b * NUM_PLANES, 8)
-            ws.request("values", b * NUM_PLANES, 4)
+            ws.request("input", b * IN_BYTES, 1)
             ws.request("policy", b * POLICY_SIZE, 4)
             ws.request("heads", b * 5, 4)
             ws.allocate(stream)
+            self.pool = _SlotPool(device, self.max_batch)
         except Exception:
             self.close()
             raise
+        hip = hip_modules()["hip"]
+        self._h2d, self._d2h, self._d2d = hip.hipMemcpyHtoDAsync, hip.hipMemcpyDtoHAsync, hip.hipMemcpyDtoDAsync
+        self._record, self._wait, self._sync = hip.hipEventRecord, hip.hipStreamWaitEvent, hip.hipEventSynchronize
 
     def _build(self) -> None:
         net, ctx = self.net, self.ctx
@@ -79,51 +205,216 @@ class GpuNetwork:
     def workspace_bytes(self) -> int:
         return self.ctx.ws.nbytes
 
-    def enqueue(self, n: int, masks: np.ndarray, values: np.ndarray, with_mlh: bool = True) -> None:
-        """Queue one batch of n <= max_batch positions (host arrays must stay alive until synchronized)."""
-        ctx, ws = self.ctx, self.ctx.ws
-        ws["masks"].upload(masks, stream=ctx.stream)
-        ws["values"].upload(values, stream=ctx.stream)
+    # ------------------------------------------------------------------ the forward pass, in two parts
+
+    def _inputs(self, n: int) -> tuple[DeviceBuffer, DeviceBuffer]:
+        inp = self.ctx.ws["input"]
+        return inp.view(0, n * NUM_PLANES * 8), inp.view(n * NUM_PLANES * 8, n * NUM_PLANES * 4)
+
+    def _part_a(self, n: int) -> None:
+        """Workspace input -> body -> policy logits (float32) in workspace `policy`."""
+        ws = self.ctx.ws
+        masks, values = self._inputs(n)
         feats = None
         if self.tower is not None:
-            feats = self.tower(n, ws["masks"], ws["values"])
+            feats = self.tower(n, masks, values)
         if self.body is not None:
-            feats = self.body(n, ws["masks"], ws["values"])
+            feats = self.body(n, masks, values)
+        self._feats = feats
         self.policy(feats, n, ws["policy"])
-        self.heads(feats, n, ws["heads"], with_mlh=with_mlh)
 
-    def evaluate(self, planes: PackedPlanes, with_mlh: bool = True) -> NetOutputs:
-        n_total = len(planes)
-        policy = np.empty((n_total, POLICY_SIZE), dtype=np.float32)
-        heads = np.empty((n_total, 5), dtype=np.float32)
+    def _part_b(self, n: int, with_mlh: bool) -> None:
+        """Body output -> value and moves-left heads -> workspace `heads` (float32 [n, 5])."""
+        self.heads(self._feats, n, self.ctx.ws["heads"], with_mlh=with_mlh)
+
+    def enqueue(self, n: int, masks: np.ndarray, values: np.ndarray, with_mlh: bool = True) -> None:
+        """Queue one batch eagerly on the compute stream (host arrays must stay alive until synchronized).
+
+        The plain path without slots or graphs: kept for kernel-level tools and tests.
+        """
         ctx, ws = self.ctx, self.ctx.ws
-        for start in range(0, n_total, self.max_batch):
-            stop = min(n_total, start + self.max_batch)
-            n = stop - start
-            masks = np.ascontiguousarray(planes.masks[start:stop], dtype=np.uint64)
-            values = np.ascontiguousarray(planes.values[start:stop], dtype=np.float32)
-            self.enqueue(n, masks, values, with_mlh)
-            ws["policy"].download(policy[start:stop], stream=ctx.stream)
-            ws["heads"].download(heads[start:stop], stream=ctx.stream)
-            ctx.stream.synchronize()
-        has_mlh = with_mlh and self.net.moves_left is not None
-        return NetOutputs(
+        m, v = self._inputs(n)
+        m.upload(np.ascontiguousarray(masks, dtype=np.uint64), stream=ctx.stream)
+        v.upload(np.ascontiguousarray(values, dtype=np.float32), stream=ctx.stream)
+        self._part_a(n)
+        self._part_b(n, with_mlh)
+
+    def _compute(self, n: int, with_mlh: bool, slot: _Slot) -> None:
+        """Queue parts A and B on the compute stream (graphs when captured) with the slot copies between."""
+        ctx, ws, s = self.ctx, self.ctx.ws, self.ctx.stream.handle
+        key = (n, with_mlh)
+        graphs = self._graphs.get(key) if self.use_graphs else None
+        _check(self._d2d(ws["input"].ptr, slot.dev_in.ptr, n * IN_BYTES, s)[0], "hipMemcpyDtoDAsync")
+        if graphs is not None:
+            graphs[0].launch(ctx.stream)
+        else:
+            self._part_a(n)
+        _check(self._d2d(slot.dev_out.ptr, ws["policy"].ptr, n * POLICY_BYTES, s)[0], "hipMemcpyDtoDAsync")
+        _check(self._record(slot.ev_pol.handle, s)[0], "hipEventRecord")
+        if graphs is not None:
+            graphs[1].launch(ctx.stream)
+        else:
+            self._part_b(n, with_mlh)
+        _check(self._d2d(slot.dev_out.ptr + n * POLICY_BYTES, ws["heads"].ptr, n * HEADS_BYTES, s)[0],
+               "hipMemcpyDtoDAsync")
+        _check(self._record(slot.ev_done.handle, s)[0], "hipEventRecord")
+        if self.use_graphs and graphs is None:
+            # every GEMM plan of this size now exists and is tuned, every kernel compiled: capture
+            try:
+                self._capture(n, with_mlh)
+            except GpuError as e:  # a runtime without working capture: stay eager, say so once
+                import sys
+
+                print(f"lc0-rocm: graph capture failed ({e}); running without graphs", file=sys.stderr)
+                self.use_graphs = False
+
+    def _capture(self, n: int, with_mlh: bool) -> None:
+        ctx = self.ctx
+        saved = ctx.stream
+        ctx.stream = self._capture_stream
+        try:
+            ga = Graph.capture(self._capture_stream, lambda: self._part_a(n))
+            gb = Graph.capture(self._capture_stream, lambda: self._part_b(n, with_mlh))
+        finally:
+            ctx.stream = saved
+        self._graphs[(n, with_mlh)] = (ga, gb)
+        self.graph_captures += 1
+
+    def warm_up(self, sizes, with_mlh: bool = True) -> None:
+        """Run (and capture graphs for) each batch size once, on zero planes (lc0's graph pre-capture)."""
+        for n in sizes:
+            z = PackedPlanes(np.zeros((n, NUM_PLANES), np.uint64), np.zeros((n, NUM_PLANES), np.float32),
+                             np.zeros(n, np.int32))
+            self.collect(self.submit(z, with_mlh))
+
+    # ------------------------------------------------------------------ asynchronous API
+
+    def submit(self, planes: PackedPlanes, with_mlh: bool = True) -> Pending:
+        """Queue one batch of at most max_batch positions; returns at once."""
+        n = len(planes)
+        if not 1 <= n <= self.max_batch:
+            raise ValueError(f"submit: batch of {n} positions, expected 1..{self.max_batch}")
+        if self.ctx is None:
+            raise GpuError("the GPU network is closed")
+        self.device.make_current()
+        slot = self.pool.acquire()
+        try:
+            m, v = slot.inputs(n)
+            np.copyto(m, planes.masks, casting="unsafe")
+            np.copyto(v, planes.values, casting="unsafe")
+            with self._lock:
+                self.device.make_current()
+                up, dn = self.upload_stream.handle, self.download_stream.handle
+                comp = self.ctx.stream.handle
+                _check(self._record(slot.ev_start.handle, up)[0], "hipEventRecord")
+                _check(self._h2d(slot.dev_in.ptr, slot.pin_in.ptr, n * IN_BYTES, up)[0], "hipMemcpyHtoDAsync")
+                _check(self._record(slot.ev_up.handle, up)[0], "hipEventRecord")
+                _check(self._wait(comp, slot.ev_up.handle, 0)[0], "hipStreamWaitEvent")
+                self._compute(n, with_mlh, slot)
+                _check(self._wait(dn, slot.ev_pol.handle, 0)[0], "hipStreamWaitEvent")
+                _check(self._d2h(slot.pin_out.ptr, slot.dev_out.ptr, n * POLICY_BYTES, dn)[0], "hipMemcpyDtoHAsync")
+                _check(self._wait(dn, slot.ev_done.handle, 0)[0], "hipStreamWaitEvent")
+                _check(self._d2h(slot.pin_out.ptr + n * POLICY_BYTES, slot.dev_out.ptr + n * POLICY_BYTES,
+                                 n * HEADS_BYTES, dn)[0], "hipMemcpyDtoHAsync")
+                _check(self._record(slot.ev_out.handle, dn)[0], "hipEventRecord")
+        except BaseException:
+            self.pool.release(slot)
+            raise
+        return Pending(slot, n, with_mlh)
+
+    def collect(self, pending: Pending, timed: bool = False):
+        """Wait for a submitted batch (no lock held) and return its NetOutputs (and device seconds if timed)."""
+        if pending.collected:
+            raise ValueError("collect: this batch was already collected")
+        pending.collected = True
+        slot, n = pending.slot, pending.n
+        try:
+            _check(self._sync(slot.ev_out.handle)[0], "hipEventSynchronize")
+            seconds = slot.ev_start.elapsed_ms(slot.ev_out) * 1e-3 if timed else 0.0
+        except BaseException:
+            self.pool.release(slot)
+            raise
+        # a fresh ctypes object over the pinned output: the arrays below keep it alive, and the slot
+        # returns to the pool when it is collected
+        raw = (ctypes.c_char * (n * OUT_BYTES)).from_address(slot.pin_out.ptr)
+        weakref.finalize(raw, self.pool.release, slot)
+        flat = np.frombuffer(raw, dtype=np.float32)
+        policy = flat[: n * POLICY_SIZE].reshape(n, POLICY_SIZE)
+        heads = flat[n * POLICY_SIZE: n * (POLICY_SIZE + 5)].reshape(n, 5).copy()
+        wdl = self.net.value.wdl
+        has_mlh = pending.with_mlh and self.net.moves_left is not None
+        out = NetOutputs(
             policy=policy,
-            wdl=np.ascontiguousarray(heads[:, :3]) if self.net.value.wdl else None,
+            wdl=np.ascontiguousarray(heads[:, :3]) if wdl else None,
             q=np.ascontiguousarray(heads[:, 3]),
-            d=np.ascontiguousarray(heads[:, 1]) if self.net.value.wdl else np.zeros(n_total, np.float32),
+            d=np.ascontiguousarray(heads[:, 1]) if wdl else np.zeros(n, np.float32),
             mlh=np.ascontiguousarray(heads[:, 4]) if has_mlh else None,
         )
+        return (out, seconds) if timed else out
+
+    # ------------------------------------------------------------------ synchronous API
+
+    def evaluate(self, planes: PackedPlanes, with_mlh: bool = True) -> NetOutputs:
+        outs = [self.collect(p) for p in [self.submit(piece, with_mlh) for piece in self._pieces(planes)]]
+        return outs[0] if len(outs) == 1 else concat_outputs(outs)
+
+    def evaluate_timed(self, planes: PackedPlanes, with_mlh: bool = True) -> tuple[NetOutputs, float]:
+        """Like evaluate; also the device seconds from the first upload to the last download."""
+        pend = [self.submit(piece, with_mlh) for piece in self._pieces(planes)]
+        outs = [self.collect(p) for p in pend]
+        seconds = pend[0].slot.ev_start.elapsed_ms(pend[-1].slot.ev_out) * 1e-3  # outs keep the slots leased
+        return (outs[0] if len(outs) == 1 else concat_outputs(outs)), seconds
+
+    def _pieces(self, planes: PackedPlanes):
+        n = len(planes)
+        for s in range(0, n, self.max_batch):
+            e = min(n, s + self.max_batch)
+            yield planes if (s == 0 and e == n) else PackedPlanes(planes.masks[s:e], planes.values[s:e],
+                                                                   planes.transforms[s:e])
 
     def close(self) -> None:
         ctx = getattr(self, "ctx", None)
         if ctx is None:
             return
         try:
-            ctx.stream.synchronize()
+            self.device.synchronize()
         except Exception:
             pass
+        for ga, gb in self._graphs.values():
+            ga.close()
+            gb.close()
+        self._graphs.clear()
+        if self.pool is not None:
+            self.pool.close()
         ctx.free()
         if self._own_gemm:
             ctx.gemm.close()
+        for s in (ctx.stream, self.upload_stream, self.download_stream, self._capture_stream):
+            s.close()
         self.ctx = None
+
+
+def concat_outputs(outs: list[NetOutputs]) -> NetOutputs:
+    """NetOutputs of consecutive pieces joined into one (copies)."""
+    first = outs[0]
+    cat = lambda f: None if getattr(first, f) is None else np.concatenate([getattr(o, f) for o in outs])
+    return NetOutputs(policy=cat("policy"), wdl=cat("wdl"), q=cat("q"), d=cat("d"), mlh=cat("mlh"))
+
+
+def host_overhead_us(network: GpuNetwork, planes: PackedPlanes, reps: int = 200) -> dict:
+    """Host microseconds per batch spent in submit and in collect (excluding the wait), at steady state."""
+    sub, col = [], []
+    network.evaluate(planes)
+    network.evaluate(planes)
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        p = network.submit(planes)
+        t1 = time.perf_counter()
+        p.slot.ev_out.synchronize()
+        t2 = time.perf_counter()
+        out = network.collect(p)
+        t3 = time.perf_counter()
+        del out
+        sub.append(t1 - t0)
+        col.append(t3 - t2)
+    return {"submit_us": 1e6 * float(np.median(sub)), "collect_us": 1e6 * float(np.median(col))}

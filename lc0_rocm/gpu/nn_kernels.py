@@ -24,6 +24,18 @@ POLICY_SIZE = 1858
 ATTENTION_MAP_SIZE = 4288
 
 
+MHA_VARIANTS = ("auto", "simple", "tiled")
+
+
+def _aligned16(*bufs) -> bool:
+    return all(b is None or b.ptr % 16 == 0 for b in bufs)
+
+
+def mha_tiled_ok(depth: int) -> bool:
+    """Whether attention.hip's tiled kernel serves this head depth."""
+    return depth % 8 == 0 and depth <= 32
+
+
 def _grid(total: int, block: int = BLOCK) -> int:
     return max(1, (total + block - 1) // block)
 
@@ -42,10 +54,13 @@ def act_code(name: str) -> int:
 class NnKernels:
     """The network kernels of one device and storage dtype."""
 
-    def __init__(self, device, dtype: str):
+    def __init__(self, device, dtype: str, mha_variant: str = "auto", vector_ln: bool = True):
         if dtype not in DTYPE_SIZES:
             raise ValueError(f"dtype must be 'f32' or 'f16', got {dtype!r}")
+        if mha_variant not in MHA_VARIANTS:
+            raise ValueError(f"mha_variant must be one of {MHA_VARIANTS}, got {mha_variant!r}")
         self.device, self.dtype, self.size = device, dtype, DTYPE_SIZES[dtype]
+        self.mha_variant, self.vector_ln = mha_variant, bool(vector_ln)
 
     # ------------------------------------------------------------------ helpers
 
@@ -102,12 +117,15 @@ class NnKernels:
                                  ("gate_mul", gate_mul, 64 * C), ("gate_add", gate_add, 64 * C)):
             self._need(what, buf, count)
         warp = self.device.warp_size
+        args = (x, _p(bias), _p(skip), out, gamma, beta, _p(gate_mul), _p(gate_add), np.int32(C),
+                np.float32(alpha), np.float32(eps), np.int32(act_code(act)))
+        if self.vector_ln and C % 8 == 0 and C <= 8 * 1024 and _aligned16(x, bias, skip, out, gamma, beta,
+                                                                         gate_mul, gate_add):
+            threads = -(-(C // 8) // warp) * warp
+            self._k("layernorm.hip", "layernorm8").launch(rows, threads, args, stream=stream)
+            return
         threads = min(1024, max(warp, -(-C // (4 * warp)) * warp))  # about 4 elements per thread
-        self._k("layernorm.hip", "layernorm").launch(
-            rows, threads,
-            (x, _p(bias), _p(skip), out, gamma, beta, _p(gate_mul), _p(gate_add), np.int32(C),
-             np.float32(alpha), np.float32(eps), np.int32(act_code(act))),
-            shared=C * 4, stream=stream)
+        self._k("layernorm.hip", "layernorm").launch(rows, threads, args, shared=C * 4, stream=stream)
 
     def gate(self, x, gate_mul, gate_add, rows: int, C: int, stream=None):
         """In place: x[r, c] = x[r, c] * gate_mul[r % 64, c] + gate_add[r % 64, c]."""
@@ -129,10 +147,19 @@ class NnKernels:
         self._need("qkv", qkv, n * 64 * 3 * dm)
         self._need("out", out, n * 64 * ld_out)
         self._need("bias", bias, n * heads * 4096)
-        k = self._k("attention.hip", "mha", (f"-DMHA_DEPTH={depth}",))
-        k.launch((heads, n), 64,
-                 (qkv, np.int32(3 * dm), np.int32(dm), np.int32(heads), _p(bias), out, np.int32(ld_out),
-                  np.float32(1.0 / math.sqrt(depth))), stream=stream)
+        variant = self.mha_variant
+        if variant == "auto":
+            variant = "tiled" if mha_tiled_ok(depth) else "simple"
+        elif variant == "tiled" and not mha_tiled_ok(depth):
+            raise ValueError(f"mha: the tiled kernel needs a head depth that is a multiple of 8 and <= 32, got {depth}")
+        args = (qkv, np.int32(3 * dm), np.int32(dm), np.int32(heads), _p(bias), out, np.int32(ld_out),
+                np.float32(1.0 / math.sqrt(depth)))
+        if variant == "tiled":
+            k = self._k("attention.hip", "mha_tiled", (f"-DMHA_DEPTH={depth}",))
+            k.launch((heads, n), 256, args, stream=stream)
+        else:
+            k = self._k("attention.hip", "mha", (f"-DMHA_DEPTH={depth}",))
+            k.launch((heads, n), 64, args, stream=stream)
 
     # ------------------------------------------------------------------ convolution tower
 

@@ -1,7 +1,12 @@
-"""Streams and events: ordering work on the GPU and timing it.
+"""Streams, events and graphs: ordering work on the GPU, timing it, replaying it.
 
 `Stream` wraps a non-blocking hipStream_t; `Event` a hipEvent_t (timing on by default). `time_ms` runs a
 callable between two events and returns the median milliseconds over repeats (after warm-ups).
+`Graph.capture(stream, fn)` records everything `fn()` queues on `stream` (hipStreamBeginCapture in
+relaxed mode ... hipStreamEndCapture, hipGraphInstantiate) without running it; `graph.launch(s)`
+replays it on any stream of the same device with one call. Work queued during a capture must be
+capture-safe: kernel launches, hipBLASLt matmuls with a caller-given workspace, device-to-device
+copies; no synchronization, no allocation, no event query.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from .hiperr import hip_call
 
 _STREAM_NON_BLOCKING = 1  # hipStreamNonBlocking
 _EVENT_DISABLE_TIMING = 2  # hipEventDisableTiming
+_CAPTURE_MODE_RELAXED = 2  # hipStreamCaptureModeRelaxed: other threads may do anything meanwhile
 
 
 class Stream:
@@ -80,6 +86,57 @@ class Event:
         if self.handle is not None:
             hip_call("hipEventDestroy", self.handle)
             self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Graph:
+    """An executable graph (hipGraphExec_t) captured from one stream; `launch(stream)` replays it."""
+
+    def __init__(self, graph, exec_handle, nodes_hint: int = 0):
+        self.graph, self.exec = graph, exec_handle
+        self.nodes_hint = nodes_hint
+
+    @classmethod
+    def capture(cls, stream: Stream, fn: Callable[[], object]) -> "Graph":
+        """Record what fn() queues on `stream` (nothing runs) and instantiate it."""
+        from .hiperr import hip_enum
+
+        mode = hip_enum("hip", "hipStreamCaptureMode", "hipStreamCaptureModeRelaxed")
+        hip_call("hipStreamBeginCapture", stream.handle, mode)
+        try:
+            fn()
+        except BaseException:
+            try:
+                g = hip_call("hipStreamEndCapture", stream.handle)
+                if g is not None:
+                    hip_call("hipGraphDestroy", g)
+            except Exception:
+                pass
+            raise
+        graph = hip_call("hipStreamEndCapture", stream.handle)
+        try:
+            res = hip_call("hipGraphInstantiate", graph, 0)
+            exec_handle = res[0] if isinstance(res, tuple) else res
+        except BaseException:
+            hip_call("hipGraphDestroy", graph)
+            raise
+        return cls(graph, exec_handle)
+
+    def launch(self, stream: Stream) -> None:
+        hip_call("hipGraphLaunch", self.exec, stream.handle)
+
+    def close(self) -> None:
+        if self.exec is not None:
+            hip_call("hipGraphExecDestroy", self.exec)
+            self.exec = None
+        if self.graph is not None:
+            hip_call("hipGraphDestroy", self.graph)
+            self.graph = None
 
     def __del__(self):
         try:

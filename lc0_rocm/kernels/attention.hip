@@ -1,16 +1,25 @@
 // attention.hip — fused multi-head self-attention over the 64 square tokens (flash-style: the 64x64
 // logits never leave on-chip memory).
 //
-// mha_{f32,f16}(qkv, ld_qkv, dm, heads, bias, out, ld_out, scale)
+// Two kernels with one contract, mha_{f32,f16} and mha_tiled_{f32,f16}:
+//   (qkv, ld_qkv, dm, heads, bias, out, ld_out, scale)
 //   qkv  T [n*64, ld_qkv]: row b*64+s holds Q (columns 0..dm), K (dm..2dm), V (2dm..3dm) of token s,
 //        as one fused Q|K|V GEMM writes them; head h owns columns h*D..h*D+D of each part.
 //   bias T [n, heads, 64, 64] or null: the smolgen attention bias (query-major, key fastest).
 //   out  T [n*64, ld_out]: heads concatenated in head order (column h*D + d).
 //   For each (b, h): logits[i][j] = scale * Q_i . K_j + bias[i][j]; P = softmax over j (float);
 //   out_i = sum_j P[i][j] V_j.
-//   D = MHA_DEPTH (compile-time define, <= 64; the host compiles one module per head depth).
-//   Launch: grid (heads, n), block 64 threads (thread i = query i; any wave size), static shared
-//   memory 2*64*D*4 + 64*64*4 bytes (48 KiB at D = 64).
+//   D = MHA_DEPTH (compile-time define; the host compiles one module per head depth).
+//
+// mha (any D <= 64): grid (heads, n), block 64 threads (thread i = query i; any wave size), static
+//   shared memory 2*64*D*4 + 64*64*4 bytes (48 KiB at D = 64).
+// mha_tiled (D % 8 == 0, D <= 32; the fast one): grid (heads, n), block 256 threads. Q (pre-scaled)
+//   and K are staged transposed in shared memory; thread t computes the 4x4 logit tile of queries
+//   4*(t/16).., keys 4*(t%16).. (16 FMAs per two 16-byte shared loads), the bias is added from
+//   registers, softmax rows are reduced across the 16 threads of a tile row with __shfl_xor (offsets
+//   8..1: assumes only that warpSize is a multiple of 16), the probabilities replace Q/K in shared
+//   memory, and thread t then computes 2 query rows x D/8 output columns of P.V. Static shared memory
+//   (max(2*D, 64)*68 + 64*D) * 4 bytes (25.6 KiB at D = 32).
 #include "nn.h"
 
 #ifndef MHA_DEPTH
@@ -82,6 +91,125 @@ __device__ void mha_impl(const T* qkv, int ld_qkv, int dm, int heads, const T* b
         lc0_store(o + ((long long)r * ld_out + d), ks[e]);
     }
 }
+
+// ---------------------------------------------------------------------------------- tiled kernel
+
+#define MHA_T 256
+#define MHA_LD 68  // row stride (floats) of the 64-wide shared tiles: 16-byte aligned rows
+
+#if MHA_DEPTH % 8 == 0 && MHA_DEPTH <= 32
+#define MHA_TILED 1
+template <typename T>
+__device__ void mha_tiled_impl(const T* qkv, int ld_qkv, int dm, int heads, const T* bias, T* out, int ld_out,
+                               float scale) {
+    constexpr int D = MHA_DEPTH;
+    constexpr int QK = 2 * D * MHA_LD;
+    constexpr int PF = 64 * MHA_LD;
+    constexpr int U = QK > PF ? QK : PF;
+    __shared__ float4 sm4[(U + 64 * D) / 4];
+    float* sm = reinterpret_cast<float*>(sm4);
+    float* qt = sm;               // [D][MHA_LD]: qt[d][i] = scale * Q[i][d]
+    float* kt = sm + D * MHA_LD;  // [D][MHA_LD]: kt[d][j] = K[j][d]
+    float* pm = sm;               // [64][MHA_LD]: probabilities, once qt/kt are consumed
+    float* vs = sm + U;           // [64][D]
+    const int t = threadIdx.x;
+    const int h = blockIdx.x;
+    const long long b = blockIdx.y;
+    const T* tok = qkv + b * 64 * (long long)ld_qkv + h * D;
+    for (int e = t; e < 64 * D; e += MHA_T) {
+        const int r = e / D, d = e % D;
+        const T* row = tok + (long long)r * ld_qkv + d;
+        qt[d * MHA_LD + r] = lc0_load(row) * scale;
+        kt[d * MHA_LD + r] = lc0_load(row + dm);
+        vs[e] = lc0_load(row + 2 * dm);
+    }
+    const int ti = t >> 4, tj = t & 15;  // logit tile: queries 4ti..4ti+3, keys 4tj..4tj+3
+    float s[4][4];
+    if (bias != nullptr) {
+        const T* bt = bias + ((b * heads + h) * 4096 + (4 * ti) * 64 + 4 * tj);
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s[r][c] = lc0_load(bt + (r * 64 + c));
+    } else {
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s[r][c] = 0.0f;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int d = 0; d < D; ++d) {
+        const float4 a = *reinterpret_cast<const float4*>(qt + (d * MHA_LD + 4 * ti));
+        const float4 k = *reinterpret_cast<const float4*>(kt + (d * MHA_LD + 4 * tj));
+        const float av[4] = {a.x, a.y, a.z, a.w};
+        const float kv[4] = {k.x, k.y, k.z, k.w};
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s[r][c] += av[r] * kv[c];
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        float m = fmaxf(fmaxf(s[r][0], s[r][1]), fmaxf(s[r][2], s[r][3]));
+#pragma unroll
+        for (int off = 8; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor(m, off));
+        float sum = 0.0f;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            s[r][c] = expf(s[r][c] - m);
+            sum += s[r][c];
+        }
+#pragma unroll
+        for (int off = 8; off > 0; off >>= 1) sum += __shfl_xor(sum, off);
+        const float inv = 1.0f / sum;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[r][c] *= inv;
+    }
+    __syncthreads();  // qt and kt are consumed: the probabilities take their place
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+        *reinterpret_cast<float4*>(pm + ((4 * ti + r) * MHA_LD + 4 * tj)) = make_float4(s[r][0], s[r][1], s[r][2], s[r][3]);
+    __syncthreads();
+    constexpr int CW = D / 8;  // output columns per thread
+    const int i0 = 2 * (t >> 3), c0 = (t & 7) * CW;
+    float o0[CW], o1[CW];
+#pragma unroll
+    for (int c = 0; c < CW; ++c) o0[c] = o1[c] = 0.0f;
+#pragma unroll 4
+    for (int j = 0; j < 64; j += 4) {
+        const float4 p0 = *reinterpret_cast<const float4*>(pm + (i0 * MHA_LD + j));
+        const float4 p1 = *reinterpret_cast<const float4*>(pm + ((i0 + 1) * MHA_LD + j));
+        const float a0[4] = {p0.x, p0.y, p0.z, p0.w};
+        const float a1[4] = {p1.x, p1.y, p1.z, p1.w};
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+            const float* vr = vs + ((j + jj) * D + c0);
+#pragma unroll
+            for (int c = 0; c < CW; ++c) {
+                const float v = vr[c];
+                o0[c] += a0[jj] * v;
+                o1[c] += a1[jj] * v;
+            }
+        }
+    }
+    T* o = out + ((b * 64 + i0) * (long long)ld_out + h * D + c0);
+#pragma unroll
+    for (int c = 0; c < CW; ++c) {
+        lc0_store(o + c, o0[c]);
+        lc0_store(o + (ld_out + c), o1[c]);
+    }
+}
+
+#define ENTRY_TILED(T, sfx)                                                                               \
+    extern "C" __global__ void __launch_bounds__(MHA_T)                                                   \
+        mha_tiled##sfx(const T* qkv, int ld_qkv, int dm, int heads, const T* bias, T* out, int ld_out,   \
+                       float scale) {                                                                     \
+        mha_tiled_impl<T>(qkv, ld_qkv, dm, heads, bias, out, ld_out, scale);                              \
+    }
+ENTRY_TILED(float, _f32)
+ENTRY_TILED(__half, _f16)
+#endif
 
 #define ENTRY(T, sfx)                                                                                     \
     extern "C" __global__ void __launch_bounds__(64)                                                      \

@@ -8,6 +8,10 @@
 // Kernels: bias_act_<act>_<f16|f32>(T* y, const T* x, const T* bias, int total, int channels, int inner)
 //   act in none relu relu2 mish swish selu tanh sigmoid.
 // Launch: 1-D, block 256, grid min(ceil(total / 256), 65535); grid-stride loop, any total >= 0.
+//
+// act8_<act>_<f16|f32>(T* y, const T* x, int n8): y = act(x) over 8 * n8 elements, 8 per thread with
+//   16-byte loads/stores (x and y 16-byte aligned; y may alias x). Launch: 1-D, block 256,
+//   grid min(ceil(n8 / 256), 65535), grid-stride.
 #include "common.h"
 
 template <typename T, int ACT>
@@ -20,6 +24,18 @@ __device__ __forceinline__ void bias_act_body(T* y, const T* x, const T* bias, i
     }
 }
 
+template <typename T, int ACT>
+__device__ __forceinline__ void act8_body(T* y, const T* x, int n8) {
+    const int stride = gridDim.x * blockDim.x;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += stride) {
+        float v[8];
+        lc0_load8(x + (long long)i * 8, v);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) v[k] = lc0_activate<ACT>(v[k]);
+        lc0_store8(y + (long long)i * 8, v);
+    }
+}
+
 #define LC0_BIAS_ACT(NAME, ACT)                                                                          \
     extern "C" __global__ void __launch_bounds__(256) bias_act_##NAME##_f32(                              \
         float* y, const float* x, const float* bias, int total, int channels, int inner) {              \
@@ -28,6 +44,12 @@ __device__ __forceinline__ void bias_act_body(T* y, const T* x, const T* bias, i
     extern "C" __global__ void __launch_bounds__(256) bias_act_##NAME##_f16(                              \
         __half* y, const __half* x, const __half* bias, int total, int channels, int inner) {           \
         bias_act_body<__half, ACT>(y, x, bias, total, channels, inner);                                  \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(256) act8_##NAME##_f32(float* y, const float* x, int n8) { \
+        act8_body<float, ACT>(y, x, n8);                                                                 \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(256) act8_##NAME##_f16(__half* y, const __half* x, int n8) { \
+        act8_body<__half, ACT>(y, x, n8);                                                                \
     }
 
 LC0_BIAS_ACT(none, LC0_ACT_NONE)

@@ -17,6 +17,33 @@ __device__ __forceinline__ float lc0_load(const __half* p) { return __half2float
 __device__ __forceinline__ void lc0_store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void lc0_store(__half* p, float v) { *p = __float2half(v); }
 
+// 8 consecutive elements at once (16 bytes of fp16, 32 of fp32); p must be 16-byte aligned.
+__device__ __forceinline__ void lc0_load8(const float* p, float v[8]) {
+    const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+}
+__device__ __forceinline__ void lc0_load8(const __half* p, float v[8]) {
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    const __half2* h = reinterpret_cast<const __half2*>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float2 f = __half22float2(h[i]);
+        v[2 * i] = f.x;
+        v[2 * i + 1] = f.y;
+    }
+}
+__device__ __forceinline__ void lc0_store8(float* p, const float v[8]) {
+    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
+__device__ __forceinline__ void lc0_store8(__half* p, const float v[8]) {
+    uint4 u;
+    __half2* h = reinterpret_cast<__half2*>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+    *reinterpret_cast<uint4*>(p) = u;
+}
+
 // ------------------------------------------------------------------ warp-level
 
 __device__ __forceinline__ float lc0_warp_sum(float v) {

@@ -10,6 +10,11 @@
 //     out[r] = y
 //   `out` may alias `x` or `skip` (each row is read completely before it is written).
 //   Launch: grid = rows, block = a multiple of warpSize (<= 1024), dynamic shared = C * 4 bytes.
+//
+// layernorm8_{f32,f16}: the same contract for C % 8 == 0 and C <= 8 * 1024 with every pointer 16-byte
+//   aligned: thread k owns columns 8k..8k+7 and keeps them in registers (16-byte loads and stores, one
+//   pass over memory). Launch: grid = rows, block = ceil(C / 8) rounded up to a multiple of warpSize,
+//   no dynamic shared memory.
 #include "nn.h"
 
 extern __shared__ float ln_row[];
@@ -45,11 +50,69 @@ __device__ void layernorm_impl(const T* x, const T* bias, const T* skip, T* out,
     }
 }
 
+template <typename T>
+__device__ void layernorm8_impl(const T* x, const T* bias, const T* skip, T* out, const T* gamma, const T* beta,
+                                const T* gate_mul, const T* gate_add, int C, float alpha, float eps, int act) {
+    __shared__ float scratch[64];
+    const long long row = blockIdx.x;
+    const int c = threadIdx.x * 8;
+    const bool on = c < C;
+    float v[8];
+    float sum = 0.0f;
+    if (on) {
+        lc0_load8(x + (row * C + c), v);
+        float t[8];
+        if (bias != nullptr) {
+            lc0_load8(bias + c, t);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) v[i] += t[i];
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = nn_act(v[i], act);
+        if (skip != nullptr) {
+            lc0_load8(skip + (row * C + c), t);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) v[i] = alpha * v[i] + t[i];
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sum += v[i];
+    }
+    const float mean = lc0_block_sum(sum, scratch) / (float)C;
+    float sq = 0.0f;
+    if (on) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const float d = v[i] - mean;
+            sq += d * d;
+        }
+    }
+    const float rstd = 1.0f / sqrtf(lc0_block_sum(sq, scratch) / (float)C + eps);
+    if (!on) return;
+    float g[8], be[8];
+    lc0_load8(gamma + c, g);
+    lc0_load8(beta + c, be);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = (v[i] - mean) * rstd * g[i] + be[i];
+    if (gate_mul != nullptr) {
+        const int s = (int)(row & 63);
+        lc0_load8(gate_mul + (s * C + c), g);
+        lc0_load8(gate_add + (s * C + c), be);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = v[i] * g[i] + be[i];
+    }
+    lc0_store8(out + (row * C + c), v);
+}
+
 #define ENTRY(T, sfx)                                                                                    \
     extern "C" __global__ void layernorm##sfx(const T* x, const T* bias, const T* skip, T* out,          \
                                               const T* gamma, const T* beta, const T* gate_mul,          \
                                               const T* gate_add, int C, float alpha, float eps, int act) { \
         layernorm_impl<T>(x, bias, skip, out, gamma, beta, gate_mul, gate_add, C, alpha, eps, act);      \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(1024)                                                   \
+        layernorm8##sfx(const T* x, const T* bias, const T* skip, T* out, const T* gamma, const T* beta,   \
+                        const T* gate_mul, const T* gate_add, int C, float alpha, float eps, int act) {  \
+        layernorm8_impl<T>(x, bias, skip, out, gamma, beta, gate_mul, gate_add, C, alpha, eps, act);     \
     }
 ENTRY(float, _f32)
 ENTRY(__half, _f16)

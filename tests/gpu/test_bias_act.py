@@ -18,14 +18,16 @@ NP = {"f32": np.float32, "f16": np.float16}
 
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
 @pytest.mark.parametrize("act", list(ACTIVATION_FUNCTIONS))
-@pytest.mark.parametrize("layout", ["rows", "nchw", "nobias"])
+@pytest.mark.parametrize("layout", ["rows", "nchw", "nobias", "act8"])
 def test_bias_act_matches_float64_reference(gpu, act, dtype, layout):
     from lc0_rocm.gpu import ops
     from lc0_rocm.gpu.memory import DeviceBuffer
 
     rng = np.random.default_rng()
-    channels, inner = {"rows": (37, 1), "nchw": (19, 64), "nobias": (1, 1)}[layout]
+    channels, inner = {"rows": (37, 1), "nchw": (19, 64), "nobias": (1, 1), "act8": (1, 1)}[layout]
     total = 3 * channels * inner + 13 if layout != "nchw" else 5 * channels * inner  # odd sizes: tails
+    if layout == "act8":
+        total = 8 * 70_001  # no bias, a multiple of 8: the 16-byte-per-thread act8 kernel
     x = (rng.standard_normal(total) * 3).astype(NP[dtype])
     bias = (rng.standard_normal(channels)).astype(NP[dtype])
     xd = DeviceBuffer.allocate(gpu, x.nbytes)
@@ -34,7 +36,7 @@ def test_bias_act_matches_float64_reference(gpu, act, dtype, layout):
     xd.upload(x)
     bd.upload(bias)
     yd.fill_byte(0xFF)  # NaN everywhere: an unwritten element fails the comparison
-    use_bias = layout != "nobias"
+    use_bias = layout not in ("nobias", "act8")
     ops.bias_act(gpu, yd, xd, bd if use_bias else None, total, channels, inner, act, dtype)
     got = yd.to_numpy(NP[dtype], total)
     pre = x.astype(np.float64)

@@ -15,12 +15,15 @@ pytestmark = pytest.mark.gpu
 SHAPES = [(128, 8), (256, 8), (128, 2), (64, 8)]
 
 
+@pytest.mark.parametrize("variant", ["simple", "auto"])
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
 @pytest.mark.parametrize("n", BATCHES)
 @pytest.mark.parametrize("dm,heads", SHAPES)
 @pytest.mark.parametrize("smolgen", [True, False])
-def test_mha(gpu, dtype, n, dm, heads, smolgen):
+def test_mha(gpu, dtype, n, dm, heads, smolgen, variant):
+    """'auto' is the tiled kernel for head depths 8, 16 and 32 and the simple one for 64."""
     d = Dev(gpu, dtype)
+    d.k.mha_variant = variant
     rng = np.random.default_rng()
     qkv = d.rand(rng, (n * 64, 3 * dm), 1.5)
     bias = d.rand(rng, (n, heads, 64, 64), 2.0) if smolgen else None
@@ -31,11 +34,13 @@ def test_mha(gpu, dtype, n, dm, heads, smolgen):
                  f"mha dm={dm} heads={heads} smolgen={smolgen} {dtype} n={n}")
 
 
-def test_mha_strided_output_and_large_logits(gpu):
+@pytest.mark.parametrize("variant", ["simple", "tiled"])
+def test_mha_strided_output_and_large_logits(gpu, variant):
     """Output into a wider buffer (ld_out > dm) leaves the other columns alone; logits ~ +-60 stay finite."""
     d = Dev(gpu, "f32")
+    d.k.mha_variant = variant
     rng = np.random.default_rng()
-    n, dm, heads, ld = 3, 64, 2, 80
+    n, dm, heads, ld = 3, 64, 2 if variant == "simple" else 4, 80
     qkv = d.rand(rng, (n * 64, 3 * dm), 6.0)
     out = d.nan(n * 64 * ld)
     d.k.mha(d.put(qkv), n, dm, heads, out, ld_out=ld)
@@ -50,3 +55,10 @@ def test_mha_rejects_depth_above_64(gpu):
     d = Dev(gpu, "f32")
     with pytest.raises(ValueError, match="depth 128"):
         d.k.mha(d.nan(64 * 3 * 256), 1, 256, 2, d.nan(64 * 256))
+
+
+def test_mha_tiled_refuses_depth_64(gpu):
+    d = Dev(gpu, "f32")
+    d.k.mha_variant = "tiled"
+    with pytest.raises(ValueError, match="tiled"):
+        d.k.mha(d.nan(64 * 3 * 128), 1, 128, 2, d.nan(64 * 128))

@@ -1,0 +1,119 @@
+"""Several GPUs behind one network, lc0's demux style: a batch is split across the devices.
+
+`MultiGpuNetwork(net, devices, dtype, max_batch, **options)` builds one `GpuNetwork` per device (a
+device may appear twice: two runners on one GPU, each with its own weights, workspace and streams).
+`submit(planes)` cuts the batch into near-equal contiguous pieces, one per runner (a batch smaller
+than the number of runners uses as many runners as it has positions, starting where the previous
+small batch stopped), queues each piece on its runner and returns at once; the runners compute
+concurrently. `collect` waits for every piece and joins the outputs in order. `evaluate_timed`
+reports the longest piece's device time (the pieces run at the same time on different devices).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..backends.base import NetOutputs
+from ..encoding.packed import PackedPlanes
+from .network import GpuNetwork, Pending, concat_outputs
+
+
+def split_sizes(n: int, parts: int) -> list[int]:
+    """n positions into `parts` near-equal sizes (the first ones one larger), zeros dropped."""
+    base, extra = divmod(n, parts)
+    return [base + (i < extra) for i in range(parts) if base + (i < extra) > 0]
+
+
+@dataclass
+class MultiPending:
+    pieces: list  # (runner index, Pending)
+
+
+class MultiGpuNetwork:
+    """One network on several devices (or several runners on one device)."""
+
+    def __init__(self, net, devices, dtype: str = "f16", max_batch: int = 1024, **options):
+        if not devices:
+            raise ValueError("MultiGpuNetwork needs at least one device")
+        self.net, self.devices = net, list(devices)
+        self.runners: list[GpuNetwork] = []
+        try:
+            for dev in self.devices:
+                self.runners.append(GpuNetwork(net, dev, dtype, max_batch, **options))
+        except Exception:
+            self.close()
+            raise
+        self.max_batch = max_batch * len(self.runners)
+        self._next = 0
+
+    def submit(self, planes: PackedPlanes, with_mlh: bool = True) -> MultiPending:
+        n = len(planes)
+        k = len(self.runners)
+        if not 1 <= n <= self.max_batch:
+            raise ValueError(f"submit: batch of {n} positions, expected 1..{self.max_batch}")
+        sizes = split_sizes(n, k)
+        first = self._next if len(sizes) < k else 0
+        self._next = (first + len(sizes)) % k
+        pieces, start = [], 0
+        try:
+            for i, size in enumerate(sizes):
+                r = (first + i) % k
+                stop = start + size
+                part = planes if size == n else PackedPlanes(planes.masks[start:stop], planes.values[start:stop],
+                                                             planes.transforms[start:stop])
+                pieces.append((r, self.runners[r].submit(part, with_mlh)))
+                start = stop
+        except BaseException:
+            for r, p in pieces:
+                try:
+                    self.runners[r].collect(p)
+                except Exception:
+                    pass
+            raise
+        return MultiPending(pieces)
+
+    def collect(self, pending: MultiPending, timed: bool = False):
+        res = [self.runners[r].collect(p, timed=True) for r, p in pending.pieces]
+        outs = [o for o, _ in res]
+        out = outs[0] if len(outs) == 1 else concat_outputs(outs)
+        return (out, max(s for _, s in res)) if timed else out
+
+    def evaluate(self, planes: PackedPlanes, with_mlh: bool = True) -> NetOutputs:
+        return self._run(planes, with_mlh, False)
+
+    def evaluate_timed(self, planes: PackedPlanes, with_mlh: bool = True) -> tuple[NetOutputs, float]:
+        return self._run(planes, with_mlh, True)
+
+    def _run(self, planes: PackedPlanes, with_mlh: bool, timed: bool):
+        n = len(planes)
+        pend = []
+        for s in range(0, n, self.max_batch):
+            e = min(n, s + self.max_batch)
+            part = planes if (s == 0 and e == n) else PackedPlanes(planes.masks[s:e], planes.values[s:e],
+                                                                   planes.transforms[s:e])
+            pend.append(self.submit(part, with_mlh))
+        res = [self.collect(p, timed=True) for p in pend]
+        out = res[0][0] if len(res) == 1 else concat_outputs([o for o, _ in res])
+        return (out, sum(s for _, s in res)) if timed else out
+
+    def warm_up(self, sizes, with_mlh: bool = True) -> None:
+        for n in sizes:
+            for size in set(split_sizes(n, len(self.runners))):
+                for r in self.runners:
+                    r.warm_up([size], with_mlh)
+
+    @property
+    def graph_captures(self) -> int:
+        return sum(r.graph_captures for r in self.runners)
+
+    @property
+    def workspace_bytes(self) -> int:
+        return sum(r.workspace_bytes for r in self.runners)
+
+    def close(self) -> None:
+        for r in self.runners:
+            r.close()
+        self.runners = []
+
+
+__all__ = ["MultiGpuNetwork", "MultiPending", "Pending", "split_sizes"]
