@@ -243,12 +243,11 @@ def test_two_fold_repetition_inside_the_tree_is_a_draw():
     ev = evaluator(SMALL)
     s = search(ev, None, [], nodes=1, run=False)
     st = parse_position(None, ["g1f3", "g8f6", "f3g1", "f6g8"]).last  # the start position again
-    board = chess.Board()
     assert st.repetitions == 1
-    assert s._draw_by_rule(board, st, depth=5) == (4.0, TWO_FOLD)  # ply 4: the cycle is inside
-    assert s._draw_by_rule(board, st, depth=4) is None  # first occurrence before the root
+    assert s._draw_by_rule(st, depth=5) == (4.0, TWO_FOLD)  # ply 4: the cycle is inside
+    assert s._draw_by_rule(st, depth=4) is None  # first occurrence before the root
     s.params.two_fold_draws = False
-    assert s._draw_by_rule(board, st, depth=5) is None
+    assert s._draw_by_rule(st, depth=5) is None
 
 
 def test_root_without_legal_moves_answers_none():

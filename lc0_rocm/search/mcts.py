@@ -26,6 +26,7 @@ visits: higher Q, then higher prior), so `go nodes 1` plays the move of highest 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import threading
 import time
@@ -43,6 +44,8 @@ from ..encoding.packed import NUM_PLANES, PackedPlanes
 from ..encoding.planes import encode_position_into
 from ..encoding.policy_map import board_move_to_index, legal_move_indices
 from . import score as sc
+from .movegen import child_state, has_mating_material as state_has_mating_material
+from .movegen import legal_moves as mg_legal_moves, transformed_indices
 from .node import DRAW, END_OF_GAME, LOSS, TWO_FOLD, WIN, Node, NodeTree
 from .timemgr import IterationStats, SearchLimits, Stopper
 
@@ -185,12 +188,12 @@ class NNEvaluator:
     def submit(self, planes: PackedPlanes) -> Future:
         return self._pool.submit(self.backend.evaluate, planes)
 
-    def entries_from_outputs(self, out: NetOutputs, index_lists: list[np.ndarray]) -> list[CacheEntry]:
+    def entries_from_outputs(self, out: NetOutputs, index_lists: list) -> list[CacheEntry]:
         """Cache entries for a batch: legal-move softmax (vectorised over the whole batch)."""
         n = len(index_lists)
         counts = np.fromiter((len(ix) for ix in index_lists), dtype=np.int64, count=n)
         rows = np.repeat(np.arange(n), counts)
-        flat_idx = np.concatenate(index_lists) if n else np.zeros(0, np.int64)
+        flat_idx = np.fromiter(itertools.chain.from_iterable(index_lists), dtype=np.int64, count=int(counts.sum()))
         logits = out.policy[rows, flat_idx].astype(np.float32)
         starts = np.zeros(n, dtype=np.int64)
         np.cumsum(counts[:-1], out=starts[1:])
@@ -270,6 +273,9 @@ class Search:
         self.tree = tree
         self.root = tree.root
         self.board = root_board.copy(stack=False)
+        # Standard chess: positions, legal moves and terminal checks from bitboards (movegen);
+        # Chess960: python-chess boards (slower).
+        self._bitboards = not self.board.chess960
         self.first_state = first_state
         self.ev = evaluator
         self.params = params
@@ -519,24 +525,46 @@ class Search:
         return board
 
     def _select(self, node: Node, is_root: bool) -> int:
+        """Index of the child with the highest PUCT score (lc0's order: first of equal scores; the
+        scan stops after the first edge without visits, as every later one has a smaller prior)."""
         p = node.p
         children = node.children
         params = self.params
-        vp = 0.0
-        for c in children:
-            if c is not None and c.n > 0:
-                vp += p[c.index]
+        vp = node.vp
+        if vp is None:  # sum of the priors of visited children, cached until one gets its first visit
+            vp = 0.0
+            for c in children:
+                if c is not None and c.n > 0:
+                    vp += p[c.index]
+            node.vp = vp
         fpu = params.fpu_value if params.fpu_absolute else -node.wl - params.fpu_value * math.sqrt(vp)
         cpuct = params.cpuct
         if params.cpuct_factor:
             cpuct += params.cpuct_factor * _fast_log((node.n + params.cpuct_base) / params.cpuct_base)
         puct = cpuct * math.sqrt(node.n - 1 if node.n > 1 else 1)
         m_on = self.mlh_enabled and abs(node.wl) > params.moves_left_threshold
+        filt = self._root_skip_set() if is_root else None
+        if filt is None and not m_on:
+            best = _NEG_INF
+            best_i = 0
+            i = 0
+            for c in children:
+                if c is None:
+                    if p[i] * puct + fpu > best:
+                        best_i = i
+                    return best_i
+                nv = c.n
+                ns = nv + c.n_in_flight
+                s = p[i] * puct / (1 + ns) + (c.wl if nv > 0 else fpu)
+                if s > best:
+                    best = s
+                    best_i = i
+                if ns == 0:
+                    return best_i
+                i += 1
+            return best_i
         best = _NEG_INF
         best_i = 0
-        filt = None
-        if is_root:
-            filt = self._root_skip_set()
         for i in range(len(p)):
             c = children[i]
             if c is None:
@@ -593,17 +621,26 @@ class Search:
     def _extend(self, node: Node, depth: int, batch: _Batch) -> int:
         """First visit of `node`: terminal check, NN cache, or a place in the batch."""
         is_root = node is self.root
-        board = self.board if is_root else self._board_at(node)
-        if node.state is None:
-            node.state = PositionState.from_board(board, node.parent.state)
-        state = node.state
-        moves, idx = legal_move_indices(board, 0)
+        if self._bitboards:
+            state = node.state
+            if state is None:
+                state = node.state = child_state(node.parent.state, node.parent.moves[node.index])
+            moves, idx, check = mg_legal_moves(state)
+            board = None
+        else:  # Chess960: python-chess boards
+            board = self.board if is_root else self._board_at(node)
+            if node.state is None:
+                node.state = PositionState.from_board(board, node.parent.state)
+            state = node.state
+            moves, idx = legal_move_indices(board, 0)
+            idx = idx.tolist()
+            check = board.is_check()
         if not moves:
-            node.make_terminal(WIN if board.is_check() else DRAW)
+            node.make_terminal(WIN if check else DRAW)
             self._complete_visit(node, depth)
             return 0
         if not is_root:
-            result = self._draw_by_rule(board, state, depth)
+            result = self._draw_by_rule(state, depth)
             if result is not None:
                 plies, kind = result
                 node.make_terminal(DRAW, plies, kind)
@@ -633,7 +670,10 @@ class Search:
                 values[:] = 1
                 return self._cache_hit(node, moves, entry, depth)
         if t:
-            idx = legal_move_indices(board, int(t))[1]
+            if board is None:
+                idx = transformed_indices(state, moves, int(t))
+            else:
+                idx = legal_move_indices(board, int(t))[1].tolist()
         batch.transforms[j] = t
         batch.nodes.append(node)
         batch.moves.append(moves)
@@ -649,9 +689,9 @@ class Search:
         self._backup(node, -entry.q, entry.d, entry.m, depth)
         return 0
 
-    def _draw_by_rule(self, board: chess.Board, state: PositionState, depth: int):
+    def _draw_by_rule(self, state: PositionState, depth: int):
         """(plies_left, kind) if the position below the root is a draw by rule, else None."""
-        if not has_mating_material(board):
+        if not state_has_mating_material(state):
             return 0.0, END_OF_GAME
         if state.rule50 >= 100:
             return 0.0, END_OF_GAME
@@ -717,6 +757,8 @@ class Search:
         """lc0's DoBackupUpdateSingleNode: values up to the root, proven results as bounds."""
         if node.v is None:
             node.v = v
+        if node.n == 0 and node.parent is not None:
+            node.parent.vp = None  # a child gets its first visit: the parent's visited policy changes
         sticky = self.params.sticky_endgames
         update_bounds = sticky and node.terminal != 0 and node.n == 0
         n_to_fix = 0

@@ -53,6 +53,7 @@ class Node:
         "lower",
         "upper",
         "board",
+        "vp",
     )
 
     def __init__(self, parent: Optional["Node"] = None, index: int = 0):
@@ -72,6 +73,7 @@ class Node:
         self.lower = LOSS
         self.upper = WIN
         self.board = None  # python-chess board of this position, kept only by busy nodes
+        self.vp = None  # cached sum of the priors of children with visits (None: recompute)
 
     # ---- edges
     def set_edges(self, moves: list, priors: list) -> None:
@@ -79,6 +81,7 @@ class Node:
         self.moves = moves
         self.p = priors
         self.children = [None] * len(moves)
+        self.vp = None
 
     @property
     def num_edges(self) -> int:
@@ -132,6 +135,7 @@ class Node:
             # A lost move needs no exploration bonus: lc0 clears its prior.
             if self.parent is not None:
                 self.parent.p[self.index] = ZERO_PRIOR
+                self.parent.vp = None
         if self.v is None:
             self.v = self.wl
 
@@ -140,6 +144,9 @@ class Node:
         self.terminal = NON_TERMINAL
         self.lower, self.upper = LOSS, WIN
         self.n = 0
+        self.vp = None
+        if self.parent is not None:
+            self.parent.vp = None
         if self.moves is None:
             self.wl, self.d, self.m = 0.0, 1.0, 0.0
             return
@@ -171,6 +178,8 @@ class Node:
         self.m += count * m / self.n
 
     def revert_terminal_visits(self, v: float, d: float, m: float, count: int) -> None:
+        if self.parent is not None:
+            self.parent.vp = None
         n_new = self.n - count
         if n_new <= 0:
             self.wl, self.d, self.m, self.n = 0.0, 1.0, 0.0, 0
