@@ -43,9 +43,10 @@ def _root_state(board: chess.Board) -> PositionState:
 
 def _check_position(board: chess.Board, state: PositionState) -> list[chess.Move]:
     ref_moves, ref_idx = legal_move_indices(board, 0)
-    moves, idx, check = mg.legal_moves(state)
-    assert moves == ref_moves, board.fen()
-    assert idx == ref_idx.tolist(), board.fen()
+    codes, check = mg.legal_moves(state)
+    assert [mg.MOVES[c] for c in codes] == ref_moves, board.fen()
+    assert mg.policy_indices(codes, state.black_to_move) == ref_idx.tolist(), board.fen()
+    assert mg.board_codes(board) == (codes, check)
     assert check == board.is_check(), board.fen()
     assert mg.in_check(state) == board.is_check(), board.fen()
     assert mg.has_mating_material(state) == has_mating_material(board), board.fen()
@@ -116,6 +117,21 @@ def test_repetitions_are_counted_through_child_states():
 def test_transformed_indices_match_the_board_version(fen):
     board = chess.Board(fen)
     state = _root_state(board)
-    moves, _, _ = mg.legal_moves(state)
+    codes, _ = mg.legal_moves(state)
     for t in range(1, 8):
-        assert mg.transformed_indices(state, moves, t) == legal_move_indices(board, t)[1].tolist()
+        assert mg.policy_indices(codes, state.black_to_move, t) == legal_move_indices(board, t)[1].tolist()
+        assert (mg.index_tables([state.black_to_move * 8 + t])[state.black_to_move * 8 + t][codes]
+                == legal_move_indices(board, t)[1]).all()
+
+
+@pytest.mark.parametrize("fen,castles", [
+    ("bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9", False),
+    ("rk2r3/8/8/8/8/8/8/RK2R3 w KQkq - 0 1", True),
+    ("1r2k1r1/8/8/8/8/8/8/1R2K1R1 b BGbg - 0 1", True),
+])
+def test_chess960_boards_get_codes_and_indices_of_their_own(fen, castles):
+    board = chess.Board(fen, chess960=True)
+    codes, check = mg.board_codes(board)
+    assert [mg.MOVES[c] for c in codes] == list(board.legal_moves) and check == board.is_check()
+    assert mg.policy_indices(codes, board.turn == chess.BLACK) == legal_move_indices(board, 0)[1].tolist()
+    assert any(board.is_castling(m) for m in board.legal_moves) == castles

@@ -42,10 +42,11 @@ from ..backends.base import Backend, NetOutputs
 from ..encoding.history import History, PositionState
 from ..encoding.packed import NUM_PLANES, PackedPlanes
 from ..encoding.planes import encode_position_into
-from ..encoding.policy_map import board_move_to_index, legal_move_indices
+from ..encoding.policy_map import board_move_to_index
 from . import score as sc
 from .movegen import child_state, has_mating_material as state_has_mating_material
-from .movegen import legal_moves as mg_legal_moves, transformed_indices
+from .movegen import MOVES, board_codes, index_tables
+from .movegen import legal_moves as mg_legal_moves
 from .node import DRAW, END_OF_GAME, LOSS, TWO_FOLD, WIN, Node, NodeTree
 from .timemgr import IterationStats, SearchLimits, Stopper
 
@@ -188,12 +189,20 @@ class NNEvaluator:
     def submit(self, planes: PackedPlanes) -> Future:
         return self._pool.submit(self.backend.evaluate, planes)
 
-    def entries_from_outputs(self, out: NetOutputs, index_lists: list) -> list[CacheEntry]:
-        """Cache entries for a batch: legal-move softmax (vectorised over the whole batch)."""
-        n = len(index_lists)
-        counts = np.fromiter((len(ix) for ix in index_lists), dtype=np.int64, count=n)
+    def entries_from_outputs(self, out: NetOutputs, code_lists: list, blacks: list,
+                             transforms: np.ndarray) -> list[CacheEntry]:
+        """Cache entries for a batch: legal-move softmax, vectorised over the whole batch.
+
+        code_lists[j]: the legal move codes (movegen) of position j, blacks[j]: black to move,
+        transforms[j]: its canonical transform (policy indices come from movegen's tables)."""
+        n = len(code_lists)
+        counts = np.fromiter(map(len, code_lists), dtype=np.int64, count=n)
+        total = int(counts.sum())
         rows = np.repeat(np.arange(n), counts)
-        flat_idx = np.fromiter(itertools.chain.from_iterable(index_lists), dtype=np.int64, count=int(counts.sum()))
+        flat_codes = np.fromiter(itertools.chain.from_iterable(code_lists), dtype=np.int64, count=total)
+        combo = np.fromiter(blacks, dtype=np.int64, count=n) * 8 + transforms[:n]
+        tables = index_tables(np.unique(combo).tolist() if transforms[:n].any() else ())
+        flat_idx = tables[combo[rows], flat_codes]
         logits = out.policy[rows, flat_idx].astype(np.float32)
         starts = np.zeros(n, dtype=np.int64)
         np.cumsum(counts[:-1], out=starts[1:])
@@ -204,15 +213,14 @@ class NNEvaluator:
         scale = (np.float32(1.0) / totals).astype(np.float32)  # totals >= 1: the max term is exp(0)
         priors = sc.compress_prior((e * scale[rows]).astype(np.float32))
         order = np.lexsort((-priors, rows))  # per position: prior descending, ties in generator order
-        q = out.q.astype(np.float64)
-        d = out.d.astype(np.float64)
-        m = out.mlh.astype(np.float64) if out.mlh is not None else np.zeros(n)
-        entries = []
-        for j in range(n):
-            s, c = int(starts[j]), int(counts[j])
-            o = order[s:s + c]
-            entries.append(CacheEntry((o - s).astype(np.int16), priors[o], float(q[j]), float(d[j]), float(m[j])))
-        return entries
+        local = (order - starts[rows]).astype(np.int16)  # rows stay in place: order[k] is in row rows[k]
+        sorted_priors = priors[order]
+        q = out.q.astype(np.float64).tolist()
+        d = out.d.astype(np.float64).tolist()
+        m = out.mlh.astype(np.float64).tolist() if out.mlh is not None else [0.0] * n
+        st = starts.tolist()
+        ends = (starts + counts).tolist()
+        return [CacheEntry(local[a:b], sorted_priors[a:b], q[j], d[j], m[j]) for j, (a, b) in enumerate(zip(st, ends))]
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -223,14 +231,14 @@ class NNEvaluator:
 
 
 class _Batch:
-    """Leaves waiting for the network: their nodes, legal moves, NN indices, cache keys, planes."""
+    """Leaves waiting for the network: their nodes, legal move codes, side to move, cache keys, planes."""
 
-    __slots__ = ("nodes", "moves", "indices", "keys", "masks", "values", "transforms", "future", "depths")
+    __slots__ = ("nodes", "codes", "blacks", "keys", "masks", "values", "transforms", "future", "depths")
 
     def __init__(self, capacity: int):
         self.nodes: list[Node] = []
-        self.moves: list[list] = []
-        self.indices: list[np.ndarray] = []
+        self.codes: list[list] = []  # legal move codes (movegen), generator order
+        self.blacks: list[bool] = []
         self.keys: list = []
         self.depths: list[int] = []
         self.masks = np.zeros((capacity, NUM_PLANES), dtype=np.uint64)
@@ -625,17 +633,14 @@ class Search:
             state = node.state
             if state is None:
                 state = node.state = child_state(node.parent.state, node.parent.moves[node.index])
-            moves, idx, check = mg_legal_moves(state)
-            board = None
+            codes, check = mg_legal_moves(state)
         else:  # Chess960: python-chess boards
             board = self.board if is_root else self._board_at(node)
             if node.state is None:
                 node.state = PositionState.from_board(board, node.parent.state)
             state = node.state
-            moves, idx = legal_move_indices(board, 0)
-            idx = idx.tolist()
-            check = board.is_check()
-        if not moves:
+            codes, check = board_codes(board)
+        if not codes:
             node.make_terminal(WIN if check else DRAW)
             self._complete_visit(node, depth)
             return 0
@@ -658,7 +663,7 @@ class Search:
             key = _position_key(state, ev.cache_history_length)
             entry = ev.lookup(key)
             if entry is not None:
-                return self._cache_hit(node, moves, entry, depth)
+                return self._cache_hit(node, codes, entry, depth)
             t = encode_position_into(hist, ev.input_format, masks, values, ev.fill)
         else:
             t = encode_position_into(hist, ev.input_format, masks, values, ev.fill)
@@ -668,23 +673,18 @@ class Search:
             if entry is not None:
                 masks[:] = 0
                 values[:] = 1
-                return self._cache_hit(node, moves, entry, depth)
-        if t:
-            if board is None:
-                idx = transformed_indices(state, moves, int(t))
-            else:
-                idx = legal_move_indices(board, int(t))[1].tolist()
+                return self._cache_hit(node, codes, entry, depth)
         batch.transforms[j] = t
         batch.nodes.append(node)
-        batch.moves.append(moves)
-        batch.indices.append(idx)
+        batch.codes.append(codes)
+        batch.blacks.append(state.black_to_move)
         batch.keys.append(key)
         batch.depths.append(depth)
         self.in_flight += 1
         return 1
 
-    def _cache_hit(self, node: Node, moves: list, entry: CacheEntry, depth: int) -> int:
-        self._expand(node, moves, entry)
+    def _cache_hit(self, node: Node, codes: list, entry: CacheEntry, depth: int) -> int:
+        self._expand(node, codes, entry)
         self.cache_hits += 1
         self._backup(node, -entry.q, entry.d, entry.m, depth)
         return 0
@@ -705,9 +705,8 @@ class Search:
         return None
 
     @staticmethod
-    def _expand(node: Node, moves: list, entry: CacheEntry) -> None:
-        order = entry.order.tolist()
-        node.set_edges([moves[k] for k in order], entry.priors.tolist())
+    def _expand(node: Node, codes: list, entry: CacheEntry) -> None:
+        node.set_edges([MOVES[codes[k]] for k in entry.order.tolist()], entry.priors.tolist())
 
     def _complete_visit(self, node: Node, depth: int) -> None:
         """A visit that needs no network (terminal node): back it up now."""
@@ -744,10 +743,10 @@ class Search:
     def _apply(self, batch: _Batch, out: NetOutputs) -> None:
         if self.first_batch_time is None:
             self.first_batch_time = time.monotonic()
-        entries = self.ev.entries_from_outputs(out, batch.indices)
-        for node, moves, key, entry, depth in zip(batch.nodes, batch.moves, batch.keys, entries, batch.depths):
+        entries = self.ev.entries_from_outputs(out, batch.codes, batch.blacks, batch.transforms)
+        for node, codes, key, entry, depth in zip(batch.nodes, batch.codes, batch.keys, entries, batch.depths):
             self.ev.store(key, entry)
-            self._expand(node, moves, entry)
+            self._expand(node, codes, entry)
             self._backup(node, -entry.q, entry.d, entry.m, depth)
         self.nn_evals += len(batch.nodes)
         self.in_flight -= len(batch.nodes)

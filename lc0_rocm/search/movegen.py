@@ -7,10 +7,13 @@ the same on the twelve absolute bitboards a `PositionState` already holds:
 
 * `child_state(state, move)`: the `PositionState` after a legal move (castling rights, lc0's
   en-passant flag, rule-50 and repetitions exactly as `PositionState.from_board` gives them);
-* `legal_moves(state)`: `(moves, indices, in_check)`, the python-chess `Move` objects **in
-  python-chess's own generation order** (the search breaks prior ties by that order, so the order
-  is part of the search result), their policy indices for transform 0, and whether the side to move
-  is in check;
+* `legal_moves(state)`: `(codes, in_check)`, the legal moves as int codes **in python-chess's own
+  generation order** (the search breaks prior ties by that order, so the order is part of the
+  search result) and whether the side to move is in check. A code is from * 64 + to + 4096 * slot
+  (slot: plain, promotion to Q/R/B/N, standard castling); `MOVES[code]` is the shared python-chess
+  `Move` and `index_table(black, transform)[code]` its policy index (a numpy table, so a whole
+  batch of moves is mapped in one indexing operation). `board_codes(board)` gives the same codes
+  for any python-chess board (Chess960 too);
 * `has_mating_material(state)`: lc0's rule (queens count as rooks).
 
 Standard chess only (castling e1g1/e1c1 with rooks on the corners, as python-chess gives it for a
@@ -24,7 +27,10 @@ tests/test_movegen.py checks moves, order, indices and child states against pyth
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import chess
+import numpy as np
 
 from ..encoding.history import PositionState
 from ..encoding.policy_map import _abs_tables
@@ -52,42 +58,81 @@ for _a in range(64):
         _BETWEEN[_a][_b] = _bb & (_bb - 1)
 del _a, _b, _bb
 
-# Shared, never-mutated python-chess Move objects: plain moves by from*64+to, promotions by piece.
-_MOVE = [chess.Move(a, b) for a in range(64) for b in range(64)]
-_PROMOS = (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT)  # python-chess's order
-_PROMO_MOVE = {p: {} for p in _PROMOS}
-for _a in list(range(8, 16)) + list(range(48, 56)):
-    for _b in range(64):
-        if abs((_b >> 3) - (_a >> 3)) == 1 and abs((_b & 7) - (_a & 7)) <= 1 and _b >> 3 in (0, 7):
-            for _p in _PROMOS:
-                _PROMO_MOVE[_p][_a * 64 + _b] = chess.Move(_a, _b, _p)
-del _a, _b, _p
+# Move codes: from * 64 + to + 4096 * slot, slot 0 a plain move (castling king-takes-rook in Chess960),
+# 1..4 a promotion to Q R B N, 5 standard castling (e1g1 ...: policy index of king-takes-rook).
+PLAIN, PROMO_Q, PROMO_R, PROMO_B, PROMO_N, CASTLE = 0, 4096, 8192, 12288, 16384, 20480
+NUM_CODES = 6 * 4096
+_PROMO_PIECES = (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT)  # python-chess's order
+_SLOT_OF_PROMO = {chess.QUEEN: PROMO_Q, chess.ROOK: PROMO_R, chess.BISHOP: PROMO_B, chess.KNIGHT: PROMO_N}
+_CASTLES = ((chess.E1, chess.G1, chess.H1), (chess.E1, chess.C1, chess.A1),
+            (chess.E8, chess.G8, chess.H8), (chess.E8, chess.C8, chess.A8))
 
 
-def _index_tables(black: bool):
-    """(plain[from*64+to], promo[piece][from*64+to]) policy indices for transform 0, absolute squares."""
-    plain, promo = _abs_tables(black, 0, False)
-    by_piece = {p: {} for p in _PROMOS}
+def _build_moves() -> list:
+    """Shared, never-mutated python-chess Move objects by code (None where no move has that code)."""
+    moves: list = [chess.Move(a, b) for a in range(64) for b in range(64)] + [None] * (NUM_CODES - 4096)
+    for a in list(range(8, 16)) + list(range(48, 56)):
+        for b in range(64):
+            if abs((b >> 3) - (a >> 3)) == 1 and abs((b & 7) - (a & 7)) <= 1 and b >> 3 in (0, 7):
+                for p in _PROMO_PIECES:
+                    moves[_SLOT_OF_PROMO[p] + a * 64 + b] = chess.Move(a, b, p)
+    for k, g, _ in _CASTLES:
+        moves[CASTLE + k * 64 + g] = chess.Move(k, g)
+    return moves
+
+
+MOVES: list = _build_moves()
+
+
+@lru_cache(maxsize=None)
+def index_table(black: bool, transform: int = 0) -> np.ndarray:
+    """int32 [NUM_CODES]: policy index of each move code for the side to move and canonical transform
+    (entries of impossible codes are -1)."""
+    plain, promo = _abs_tables(bool(black), int(transform), False)
+    table = np.full(NUM_CODES, -1, dtype=np.int32)
+    table[:4096] = plain
+    table[PROMO_N:PROMO_N + 4096] = plain  # a knight promotion uses the plain from-to index
     for (a, b, p), idx in promo.items():
-        by_piece[p][a * 64 + b] = idx
-    by_piece[chess.KNIGHT] = None  # a knight promotion uses the plain from-to index
-    return plain, by_piece
+        table[_SLOT_OF_PROMO[p] + a * 64 + b] = idx
+    for k, g, rook in _CASTLES:
+        table[CASTLE + k * 64 + g] = plain[k * 64 + rook]
+    table.setflags(write=False)
+    return table
 
 
-_IDX = (_index_tables(False), _index_tables(True))  # [black to move]
-# Castling (python-chess move e1g1 / e1c1 ...) -> policy index of king-takes-rook, per colour.
-_CASTLE_IDX = (
-    {(_E1, chess.G1): _IDX[0][0][_E1 * 64 + chess.H1], (_E1, chess.C1): _IDX[0][0][_E1 * 64 + chess.A1]},
-    {(_E8, chess.G8): _IDX[1][0][_E8 * 64 + chess.H8], (_E8, chess.C8): _IDX[1][0][_E8 * 64 + chess.A8]},
-)
+_ALL_TABLES = np.full((16, NUM_CODES), -1, dtype=np.int32)  # [black * 8 + transform, code]
+_READY = [False] * 16
 
 
-def _scan(bb: int):
-    """Squares of `bb`, highest first (python-chess's scan_reversed)."""
-    while bb:
-        r = bb.bit_length() - 1
-        yield r
-        bb ^= 1 << r
+def index_tables(combos=()) -> np.ndarray:
+    """The int32 [16, NUM_CODES] table of policy indices by (black * 8 + transform, code), with the
+    rows of `combos` (and of transform 0) filled in."""
+    for c in (0, 8, *combos):
+        if not _READY[c]:
+            _ALL_TABLES[c] = index_table(bool(c >> 3), c & 7)
+            _READY[c] = True
+    return _ALL_TABLES
+
+
+def policy_indices(codes: list, black: bool, transform: int = 0) -> list:
+    """Policy indices of move codes (a list of python ints)."""
+    table = index_table(black, transform)
+    return table[np.asarray(codes, dtype=np.int64)].tolist() if codes else []
+
+
+def code_of(board: chess.Board, move: chess.Move) -> int:
+    """Code of a legal python-chess move of `board` (any board, Chess960 included)."""
+    k = move.from_square * 64 + move.to_square
+    if move.promotion is not None:
+        return _SLOT_OF_PROMO[move.promotion] + k
+    if not board.chess960 and board.is_castling(move):
+        return CASTLE + k
+    return k
+
+
+def board_codes(board: chess.Board) -> tuple[list, bool]:
+    """(codes of the legal moves in python-chess order, in_check) of a python-chess board."""
+    return [code_of(board, m) for m in board.generate_legal_moves()], board.is_check()
 
 
 def _attackers(sq: int, occ: int, them_white: bool, P: int, N: int, BQ: int, RQ: int, K: int) -> int:
@@ -98,8 +143,8 @@ def _attackers(sq: int, occ: int, them_white: bool, P: int, N: int, BQ: int, RQ:
             | (_PAWN_ATT[not them_white][sq] & P))
 
 
-def legal_moves(state: PositionState):
-    """(moves, policy indices for transform 0, in_check) of the position, in python-chess's order."""
+def legal_moves(state: PositionState) -> tuple[list, bool]:
+    """(codes of the legal moves in python-chess's order, in_check) of the position."""
     bbs = state.bbs
     black = state.black_to_move
     if black:
@@ -113,13 +158,8 @@ def legal_moves(state: PositionState):
     occ = ours | theirs
     oBQ = oB | oQ
     oRQ = oR | oQ
-    white = not black
-    plain, promo_idx = _IDX[black]
-    moves: list = []
-    idx: list = []
-    am = moves.append
-    ai = idx.append
-    MOVE = _MOVE
+    codes: list = []
+    ac = codes.append
 
     king = K.bit_length() - 1
     # Pinned pieces: our single blockers between the king and an enemy slider.
@@ -133,126 +173,18 @@ def legal_moves(state: PositionState):
             pinned |= b
     pinned &= ours
     checkers = _attackers(king, occ, black, oP, oN, oBQ, oRQ, oK)
-
-    def gen_pieces(from_bb: int, to_mask: int) -> None:
-        # non-pawn pieces (kings excluded by the caller where needed), highest square first
-        while from_bb:
-            f = from_bb.bit_length() - 1
-            fb = 1 << f
-            from_bb ^= fb
-            if fb & N:
-                t = _KNIGHT[f]
-            elif fb & K:
-                t = _KING[f]
-            else:
-                t = 0
-                if fb & (R | Q):
-                    t = _RANK_A[f][_RANK_M[f] & occ] | _FILE_A[f][_FILE_M[f] & occ]
-                if fb & (B | Q):
-                    t |= _DIAG_A[f][_DIAG_M[f] & occ]
-            t &= ~ours & to_mask
-            if fb & K:
-                base = f * 64
-                while t:
-                    s = t.bit_length() - 1
-                    t ^= 1 << s
-                    if not _attackers(s, occ, black, oP, oN, oBQ, oRQ, oK):
-                        am(MOVE[base + s])
-                        ai(plain[base + s])
-                continue
-            if fb & pinned:
-                t &= _RAYS[f][king]
-            base = f * 64
-            while t:
-                s = t.bit_length() - 1
-                t ^= 1 << s
-                am(MOVE[base + s])
-                ai(plain[base + s])
-
-    def add_pawn(f: int, s: int) -> None:
-        if (1 << s) & _BACKRANK_PROMO:
-            k = f * 64 + s
-            for p in _PROMOS:
-                am(_PROMO_MOVE[p][k])
-                table = promo_idx[p]
-                ai(plain[k] if table is None else table[k])
-        else:
-            am(MOVE[f * 64 + s])
-            ai(plain[f * 64 + s])
-
-    def gen_pawns(to_mask: int) -> None:
-        if not P:
-            return
-        # captures, by from-square descending
-        att = _PAWN_ATT[white]
-        fr = P
-        while fr:
-            f = fr.bit_length() - 1
-            fb = 1 << f
-            fr ^= fb
-            t = att[f] & theirs & to_mask
-            if fb & pinned:
-                t &= _RAYS[f][king]
-            while t:
-                s = t.bit_length() - 1
-                t ^= 1 << s
-                add_pawn(f, s)
-        if white:
-            single = P << 8 & ~occ
-            double = single << 8 & ~occ & _RANK_4
-            step = -8
-        else:
-            single = P >> 8 & ~occ
-            double = single >> 8 & ~occ & _RANK_5
-            step = 8
-        single &= to_mask
-        double &= to_mask
-        while single:
-            s = single.bit_length() - 1
-            single ^= 1 << s
-            f = s + step
-            if (1 << f) & pinned and not _RAYS[f][king] & (1 << s):
-                continue
-            add_pawn(f, s)
-        while double:
-            s = double.bit_length() - 1
-            double ^= 1 << s
-            f = s + 2 * step
-            if (1 << f) & pinned and not _RAYS[f][king] & (1 << s):
-                continue
-            am(MOVE[f * 64 + s])
-            ai(plain[f * 64 + s])
-
-    def gen_ep(to_mask: int) -> None:
-        ep_file = state.ep_file
-        if ep_file < 0:
-            return
-        ep = (40 if white else 16) + ep_file
-        epb = 1 << ep
-        if not epb & to_mask or epb & occ:
-            return
-        capturers = P & _PAWN_ATT[black][ep] & _EP_RANK[black]
-        last_double = ep - 8 if white else ep + 8
-        while capturers:
-            f = capturers.bit_length() - 1
-            capturers ^= 1 << f
-            if (1 << f) & pinned and not _RAYS[f][king] & epb:
-                continue
-            # the captured pawn and the capturer leave the rank together: a rook/queen may see the king
-            o = (occ & ~(1 << last_double) & ~(1 << f)) | epb
-            if (_RANK_A[king][_RANK_M[king] & o] & oRQ) or (_DIAG_A[king][_DIAG_M[king] & o] & oBQ):
-                continue
-            am(MOVE[f * 64 + ep])
-            ai(plain[f * 64 + ep])
+    them = (black, oP, oN, oBQ, oRQ, oK)
 
     if not checkers:
-        gen_pieces(ours & ~P, _ALL)
+        _pieces(ac, ours & ~P, _ALL, N, K, R | Q, B | Q, ours, occ, pinned, king, them)
         castling = state.castling & (_RANK_8 if black else _RANK_1)
         if castling:
-            _castles(state, black, K, occ, castling, oP, oN, oBQ, oRQ, oK, am, ai)
-        gen_pawns(_ALL)
-        gen_ep(_ALL)
-        return moves, idx, False
+            _castles(ac, black, K, occ, castling, them)
+        if P:
+            _pawns(ac, P, _ALL, black, theirs, occ, pinned, king)
+        if state.ep_file >= 0:
+            _ep(ac, state.ep_file, _ALL, P, black, occ, pinned, king, oBQ, oRQ)
+        return codes, False
 
     # Evasions: king moves (off the checking lines), then blocks/captures of a single checker.
     attacked = 0
@@ -267,29 +199,142 @@ def legal_moves(state: PositionState):
         s = t.bit_length() - 1
         t ^= 1 << s
         if not _attackers(s, occ, black, oP, oN, oBQ, oRQ, oK):
-            am(MOVE[base + s])
-            ai(plain[base + s])
+            ac(base + s)
     checker = checkers.bit_length() - 1
     if checkers == 1 << checker:
         target = _BETWEEN[king][checker] | checkers
-        gen_pieces(ours & ~P & ~K, target)
-        gen_pawns(target)
-        gen_ep(target)
+        _pieces(ac, ours & ~P & ~K, target, N, K, R | Q, B | Q, ours, occ, pinned, king, them)
+        if P:
+            _pawns(ac, P, target, black, theirs, occ, pinned, king)
         ep_file = state.ep_file
         if ep_file >= 0:
-            ep = (40 if white else 16) + ep_file
-            if not (1 << ep) & target and (ep - 8 if white else ep + 8) == checker:
-                gen_ep(_ALL)
-    return moves, idx, True
+            _ep(ac, ep_file, target, P, black, occ, pinned, king, oBQ, oRQ)
+            ep = (16 if black else 40) + ep_file
+            if not (1 << ep) & target and (ep + 8 if black else ep - 8) == checker:
+                _ep(ac, ep_file, _ALL, P, black, occ, pinned, king, oBQ, oRQ)
+    return codes, True
 
 
-def _castles(state, black, K, occ, rights, oP, oN, oBQ, oRQ, oK, am, ai) -> None:
+def _pieces(ac, from_bb, to_mask, N, K, RQ, BQ, ours, occ, pinned, king, them) -> None:
+    """Knight, bishop, rook, queen and king moves, highest from-square first, targets descending."""
+    notours = ~ours & to_mask
+    while from_bb:
+        f = from_bb.bit_length() - 1
+        fb = 1 << f
+        from_bb ^= fb
+        base = f * 64
+        if fb & N:
+            t = _KNIGHT[f] & notours
+        elif fb & K:
+            t = _KING[f] & notours
+            black, oP, oN, oBQ, oRQ, oK = them
+            while t:
+                s = t.bit_length() - 1
+                t ^= 1 << s
+                if not _attackers(s, occ, black, oP, oN, oBQ, oRQ, oK):
+                    ac(base + s)
+            continue
+        else:
+            t = 0
+            if fb & RQ:
+                t = _RANK_A[f][_RANK_M[f] & occ] | _FILE_A[f][_FILE_M[f] & occ]
+            if fb & BQ:
+                t |= _DIAG_A[f][_DIAG_M[f] & occ]
+            t &= notours
+        if fb & pinned:
+            t &= _RAYS[f][king]
+        while t:
+            s = t.bit_length() - 1
+            t ^= 1 << s
+            ac(base + s)
+
+
+def _pawns(ac, P, to_mask, black, theirs, occ, pinned, king) -> None:
+    """Pawn captures (by from-square), single pushes, double pushes; promotions Q R B N."""
+    att = _PAWN_ATT[not black]
+    fr = P
+    while fr:
+        f = fr.bit_length() - 1
+        fb = 1 << f
+        fr ^= fb
+        t = att[f] & theirs & to_mask
+        if not t:
+            continue
+        if fb & pinned:
+            t &= _RAYS[f][king]
+        base = f * 64
+        while t:
+            s = t.bit_length() - 1
+            t ^= 1 << s
+            k = base + s
+            if (1 << s) & _BACKRANK_PROMO:
+                ac(k + PROMO_Q)
+                ac(k + PROMO_R)
+                ac(k + PROMO_B)
+                ac(k + PROMO_N)
+            else:
+                ac(k)
+    if black:
+        single = P >> 8 & ~occ
+        double = single >> 8 & ~occ & _RANK_5
+        step = 8
+    else:
+        single = P << 8 & ~occ
+        double = single << 8 & ~occ & _RANK_4
+        step = -8
+    single &= to_mask
+    double &= to_mask
+    while single:
+        s = single.bit_length() - 1
+        single ^= 1 << s
+        f = s + step
+        if (1 << f) & pinned and not _RAYS[f][king] & (1 << s):
+            continue
+        k = f * 64 + s
+        if (1 << s) & _BACKRANK_PROMO:
+            ac(k + PROMO_Q)
+            ac(k + PROMO_R)
+            ac(k + PROMO_B)
+            ac(k + PROMO_N)
+        else:
+            ac(k)
+    step += step
+    while double:
+        s = double.bit_length() - 1
+        double ^= 1 << s
+        f = s + step
+        if (1 << f) & pinned and not _RAYS[f][king] & (1 << s):
+            continue
+        ac(f * 64 + s)
+
+
+def _ep(ac, ep_file, to_mask, P, black, occ, pinned, king, oBQ, oRQ) -> None:
+    """En-passant captures onto the flagged square (pins and the rank skewer checked)."""
+    ep = (16 if black else 40) + ep_file
+    epb = 1 << ep
+    if not epb & to_mask or epb & occ:
+        return
+    capturers = P & _PAWN_ATT[black][ep] & _EP_RANK[black]
+    last_double = ep + 8 if black else ep - 8
+    while capturers:
+        f = capturers.bit_length() - 1
+        capturers ^= 1 << f
+        if (1 << f) & pinned and not _RAYS[f][king] & epb:
+            continue
+        # the captured pawn and the capturer leave the rank together: a rook/queen may see the king
+        o = (occ & ~(1 << last_double) & ~(1 << f)) | epb
+        if (_RANK_A[king][_RANK_M[king] & o] & oRQ) or (_DIAG_A[king][_DIAG_M[king] & o] & oBQ):
+            continue
+        ac(f * 64 + ep)
+
+
+def _castles(ac, black, K, occ, rights, them) -> None:
     """Castling moves (h-side rook first), python-chess's conditions on standard boards."""
+    _, oP, oN, oBQ, oRQ, oK = them
     back = 56 if black else 0
     king_sq = back + 4
     if not K & (1 << king_sq):
         return
-    plain_castle = _CASTLE_IDX[black]
     kb = 1 << king_sq
     while rights:
         rook_sq = rights.bit_length() - 1
@@ -313,12 +358,12 @@ def _castles(state, black, K, occ, rights, oP, oN, oBQ, oRQ, oK, am, ai) -> None
                 break
         if not safe or _attackers(king_to, occ ^ kb ^ rb ^ (1 << rook_to), black, oP, oN, oBQ, oRQ, oK):
             continue
-        am(_MOVE[king_sq * 64 + king_to])
-        ai(plain_castle[(king_sq, king_to)])
+        ac(CASTLE + king_sq * 64 + king_to)
 
 
 def child_state(state: PositionState, move: chess.Move) -> PositionState:
-    """The position after legal `move` (python-chess form, castling e1g1) as a new PositionState."""
+    """The position after legal `move` (python-chess form, standard chess: castling e1g1) as a new
+    PositionState."""
     bbs = list(state.bbs)
     black = state.black_to_move
     off, toff = (6, 0) if black else (0, 6)
@@ -389,20 +434,3 @@ def has_mating_material(state: PositionState) -> bool:
     bishops = b[2] | b[8]
     return bool(bishops & _LIGHT) and bool(bishops & _DARK)
 
-
-def transformed_indices(state: PositionState, moves: list, transform: int) -> list:
-    """Policy indices of `moves` (legal in `state`) for a canonical transform != 0."""
-    black = state.black_to_move
-    plain, promo = _abs_tables(black, transform, False)
-    king = state.bbs[11 if black else 5]
-    out = []
-    for m in moves:
-        a, b = m.from_square, m.to_square
-        p = m.promotion
-        if p is not None and p != chess.KNIGHT:
-            out.append(promo[(a, b, p)])
-        elif (1 << a) & king and (b - a == 2 or a - b == 2):
-            out.append(plain[a * 64 + ((b & ~7) | (7 if b > a else 0))])
-        else:
-            out.append(plain[a * 64 + b])
-    return out
