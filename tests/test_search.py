@@ -461,3 +461,63 @@ def test_two_fold_draws_are_undone_when_the_first_occurrence_leaves_the_tree():
         assert n.n >= 0 and n.n_in_flight == 0
         if n.moves is not None and n.n > 0 and not n.terminal:
             assert n.n == 1 + sum(c.n for c in n.children if c is not None)
+
+
+class ThreadedAsyncBackend(Backend):
+    """An asynchronous backend over the CPU backend, shaped like the GPU backend's API: `submit`
+    starts the evaluation on a thread of its own and returns at once, `collect` waits for it."""
+
+    def __init__(self, inner: Backend):
+        super().__init__(inner.net)
+        self.inner = inner
+        self.name = inner.name
+        self.submitting_threads: set[str] = set()
+        self.submitted = 0
+        self.collected = 0
+
+    def evaluate(self, planes):
+        return self.inner.evaluate(planes)
+
+    def submit(self, planes):
+        self.submitting_threads.add(threading.current_thread().name)
+        self.submitted += 1
+        box = {}
+        worker = threading.Thread(target=lambda: box.setdefault("out", self.inner.evaluate(planes)))
+        worker.start()
+        return worker, box
+
+    def collect(self, handle):
+        worker, box = handle
+        worker.join()
+        self.collected += 1
+        return box["out"]
+
+
+def test_an_asynchronous_backend_is_driven_by_submit_and_collect():
+    base = evaluator(SMALL)
+    sync_backend = CountingBackend(base.backend)
+    async_backend = ThreadedAsyncBackend(base.backend)
+    assert async_backend.is_async and not sync_backend.is_async and not base.backend.is_async
+    params = SearchParams(minibatch_size=8, smart_pruning_factor=0)
+    runs = []
+    for backend in (sync_backend, async_backend):
+        ev = NNEvaluator(backend, base.input_format)
+        runs.append(search(ev, None, ["d2d4", "g8f6"], nodes=300, params=params))
+    a, b = runs
+    assert [c.n if c else 0 for c in a.root.children] == [c.n if c else 0 for c in b.root.children]
+    assert a.root.wl == b.root.wl and a.nn_evals == b.nn_evals
+    assert async_backend.submitted == async_backend.collected == b.batches
+    assert async_backend.submitting_threads == {"MainThread"}  # the search's own thread (run() here)
+    assert b.gathers_while_evaluating > 0
+    # stopped in the middle: every submitted batch is still collected (a GPU's buffers come back)
+    ev = NNEvaluator(async_backend, base.input_format)
+    h = parse_position(None, [])
+    tree = NodeTree()
+    tree.set_position("startpos", [], h.last)
+    s = Search(tree, h.board, h.first, ev, SearchParams(minibatch_size=4), SearchLimits(infinite=True))
+    s.start()
+    time.sleep(0.3)
+    s.stop()
+    assert s.wait(5.0) and s.error is None
+    assert async_backend.submitted == async_backend.collected
+    assert all(n.n_in_flight == 0 for n in _walk(s.root))

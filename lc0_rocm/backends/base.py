@@ -1,6 +1,9 @@
 """The one interface every backend implements, and the outputs it returns.
 
-Search and tools see only this: `evaluate(PackedPlanes) -> NetOutputs`. Outputs are per position,
+Search and tools see only this: `evaluate(PackedPlanes) -> NetOutputs`, and the asynchronous pair
+`submit(planes) -> handle` / `collect(handle) -> NetOutputs` (the default pair evaluates inside
+`submit`; a backend that can work while its caller does something else, such as a GPU, overrides
+both, and `is_async` tells which kind a backend is). Outputs are per position,
 from the side to move's point of view, exactly lc0's backend contract: raw policy logits (not
 softmaxed, not masked), Q = W - L (or tanh value), D, and moves-left (0 without an MLH head).
 """
@@ -44,6 +47,21 @@ class Backend(ABC):
     @abstractmethod
     def evaluate(self, planes: PackedPlanes) -> NetOutputs:
         """Evaluate a batch (any size up to max_batch; larger batches are split by the caller)."""
+
+    def submit(self, planes: PackedPlanes):
+        """Start evaluating a batch and return a handle for `collect` (each handle is collected once).
+
+        Default: evaluates at once (synchronous); asynchronous backends override submit and collect."""
+        return self.evaluate(planes)
+
+    def collect(self, handle) -> NetOutputs:
+        """The outputs of a submitted batch (waits for them if needed)."""
+        return handle
+
+    @property
+    def is_async(self) -> bool:
+        """True when `submit` returns before the evaluation is done (the backend overrides submit)."""
+        return type(self).submit is not Backend.submit
 
     def close(self) -> None:
         """Release device resources (no-op for the CPU)."""

@@ -186,8 +186,13 @@ class NNEvaluator:
         if len(self.cache) > self.cache_size:
             self.cache.popitem(last=False)
 
-    def submit(self, planes: PackedPlanes) -> Future:
-        return self._pool.submit(self.backend.evaluate, planes)
+    def submit(self, planes: PackedPlanes) -> "Pending":
+        """Start evaluating a batch: on the backend itself if it is asynchronous (a GPU queues the
+        work and returns), else on the worker thread (numpy releases the GIL while it computes)."""
+        backend = self.backend
+        if getattr(backend, "is_async", False):
+            return Pending(backend, backend.submit(planes), None)
+        return Pending(backend, None, self._pool.submit(backend.evaluate, planes))
 
     def entries_from_outputs(self, out: NetOutputs, code_lists: list, blacks: list,
                              transforms: np.ndarray) -> list[CacheEntry]:
@@ -226,6 +231,43 @@ class NNEvaluator:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+class Pending:
+    """A batch on its way through the network: an asynchronous backend's handle or a worker future."""
+
+    __slots__ = ("backend", "handle", "future", "collected")
+
+    def __init__(self, backend: Backend, handle, future: Optional[Future]):
+        self.backend = backend
+        self.handle = handle
+        self.future = future
+        self.collected = False
+
+    def done(self) -> bool:
+        """False while the evaluation may still run (an asynchronous backend is not asked)."""
+        return self.future.done() if self.future is not None else False
+
+    def result(self, stop: threading.Event) -> Optional[NetOutputs]:
+        """The outputs; None if `stop` is set while a worker thread still computes them."""
+        if self.future is None:
+            self.collected = True
+            return self.backend.collect(self.handle)  # a device batch takes milliseconds: just wait
+        while True:
+            try:
+                return self.future.result(timeout=0.005)
+            except TimeoutError:
+                if stop.is_set():
+                    return None
+
+    def discard(self) -> None:
+        """Collect and drop an asynchronous batch nobody will use (frees the backend's buffers)."""
+        if self.future is None and not self.collected:
+            self.collected = True
+            try:
+                self.backend.collect(self.handle)
+            except Exception:
+                pass
+
+
 # --------------------------------------------------------------------------------------------
 # The search
 
@@ -244,7 +286,7 @@ class _Batch:
         self.masks = np.zeros((capacity, NUM_PLANES), dtype=np.uint64)
         self.values = np.ones((capacity, NUM_PLANES), dtype=np.float32)
         self.transforms = np.zeros(capacity, dtype=np.int32)
-        self.future: Optional[Future] = None
+        self.future: Optional[Pending] = None
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -430,14 +472,8 @@ class Search:
         return False
 
     def _wait_for(self, batch: _Batch) -> Optional[NetOutputs]:
-        """The batch's outputs, or None as soon as `stop` arrives (the worker finishes on its own)."""
-        fut = batch.future
-        while True:
-            try:
-                return fut.result(timeout=0.005)
-            except TimeoutError:
-                if self._stop.is_set():
-                    return None
+        """The batch's outputs, or None as soon as `stop` arrives (a worker thread finishes on its own)."""
+        return batch.future.result(self._stop)
 
     # ---- gathering
     def _gather(self) -> _Batch:
@@ -720,6 +756,8 @@ class Search:
     def _revert_batch(self, batch: Optional[_Batch]) -> None:
         if batch is None:
             return
+        if batch.future is not None:
+            batch.future.discard()
         for node in batch.nodes:
             self._cancel_path(node)
         self.in_flight -= len(batch.nodes)
