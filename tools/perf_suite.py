@@ -45,6 +45,8 @@ LC0_GIVEN = {  # lc0 cuda-fp16, one thread, H100 (given in issue 6, not measured
 GIVEN_GFLOP = {"bt4": 16.3, "t82": 8.85}  # per position, as given in the issue
 DATASHEET_TFLOPS = 989.4  # H100 SXM dense fp16 tensor peak (datasheet)
 RESULTS: dict = {}
+ABLATIONS = ("graph_capture=false", "attention=simple", "vector_ln=false", "side_stream=false", "gemv=false",
+             "gemm_tune=false")
 
 
 def log(msg: str) -> None:
@@ -234,9 +236,9 @@ class OpRecorder:
             rec.ops.append(("kernel", k, (grid, block, args, shared)))
             return rec._kl(k, grid, block, args, shared, stream)
 
-        def run(plan, x, w, y, algo, stream):
-            rec.ops.append(("gemm", plan, (x, w, y, algo)))
-            return rec._pr(plan, x, w, y, algo, stream)
+        def run(plan, x, w, y, algo, stream, workspace=None):
+            rec.ops.append(("gemm", plan, (x, w, y, algo, workspace)))
+            return rec._pr(plan, x, w, y, algo, stream, workspace)
 
         kernel.Kernel.launch, gemm._Plan.run = launch, run
         return self
@@ -251,7 +253,7 @@ class OpRecorder:
         if kind == "kernel":
             self._kl(obj, a[0], a[1], a[2], a[3], stream)
         else:
-            self._pr(obj, a[0], a[1], a[2], a[3], stream)
+            self._pr(obj, a[0], a[1], a[2], a[3], stream, a[4])
 
 
 def gemm_roles(g) -> dict:
@@ -376,7 +378,8 @@ def profile(name, net, n: int, baseline: bool) -> dict:
     planes = replicate(startpos(net), n)
     configs = [("new", {}, True)]
     if baseline:
-        configs.append(("old kernels", dict(mha_variant="simple", vector_ln=False), False))
+        configs.append(("old kernels", dict(mha_variant="simple", vector_ln=False, side_stream=False, gemv=False),
+                        False))
     result = {}
     for label, kw, vec_act in configs:
         gops.VECTOR_ACT = vec_act
@@ -470,6 +473,7 @@ def main() -> int:
     ap.add_argument("--host", action="store_true")
     ap.add_argument("--torch", default="", help="batch sizes for tools/torch_bench.py (empty: skip)")
     ap.add_argument("--multi", default="", help="backend option list for a multi-GPU run, e.g. gpus=0:1")
+    ap.add_argument("--ablation", default="", help="batch sizes at which each optimisation is switched off alone")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -509,10 +513,17 @@ def main() -> int:
                 try:
                     RESULTS["bench"].extend(bench_net(
                         name, net, [int(x) for x in args.baseline_sizes.split(",")], args.batches,
-                        "graph_capture=false,attention=simple,vector_ln=false", "baseline"))
+                        "graph_capture=false,attention=simple,vector_ln=false,side_stream=false,gemv=false,"
+                        "gemm_tune=false", "baseline"))
                 finally:
                     os.environ.pop("LC0_ROCM_GEMM_TUNE", None)
                     gops.VECTOR_ACT = True
+            if args.ablation:
+                smi.mark(f"ablation {name}")
+                ab_sizes = [int(x) for x in args.ablation.split(",")]
+                for opts in ABLATIONS:
+                    RESULTS.setdefault("ablation", []).extend(
+                        bench_net(name, net, ab_sizes, max(10, args.batches // 2), opts, opts))
             if args.multi:
                 smi.mark(f"multi {name}")
                 RESULTS.setdefault("multi", []).extend(bench_net(name, net, sizes + extra, args.batches,

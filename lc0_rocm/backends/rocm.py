@@ -11,7 +11,11 @@ A thin `Backend` over `lc0_rocm.gpu.network.GpuNetwork` (one device) or `lc0_roc
   `graph_capture` (true/false, default true: each batch size is captured into hipGraphs on first use
   and replayed); `graph_precapture` (N: run and capture batch sizes 1..N at start, default 0);
   `attention` (auto, simple or tiled: the attention kernel); `vector_ln` (true/false, default true: the
-  16-byte-access LayerNorm kernel where widths allow).
+  16-byte-access LayerNorm kernel where widths allow); `side_stream` (true/false, default true: smolgen
+  runs on a second stream beside Q|K|V); `gemv` (true/false, default true: gemv.hip for dense layers
+  of at most 8 rows instead of hipBLASLt); `gemm_tune` (true/false, default true: time the hipBLASLt
+  heuristic's candidates once per shape and keep the fastest, cached on disk per device; false takes the
+  heuristic's first choice; LC0_ROCM_GEMM_TUNE=0 also turns it off).
 Besides `evaluate`, the backend has an asynchronous pair for a search that keeps batches in flight:
 `submit(planes) -> handle` (queues the batch and returns at once) and `collect(handle) -> NetOutputs`
 (waits for it, holding no lock); `evaluate` = collect(submit(planes)). `evaluate_timed(planes)` also
@@ -106,6 +110,9 @@ class RocmBackend(Backend):
         graphs = _bool_option(opts, "graph_capture", True)
         precapture = _int_option(opts, "graph_precapture", 0, 0)
         vector_ln = _bool_option(opts, "vector_ln", True)
+        side_stream = _bool_option(opts, "side_stream", True)
+        gemv = _bool_option(opts, "gemv", True)
+        gemm_tune = _bool_option(opts, "gemm_tune", True)
         attention = opts.get("attention", "auto").strip().lower()
         if attention not in _ATTENTION:
             raise BackendError(f"backend option attention={opts['attention']!r}: expected one of {', '.join(_ATTENTION)}")
@@ -123,7 +130,8 @@ class RocmBackend(Backend):
             self.precision = precision
             self.name = "rocm-fp16" if precision == "fp16" else "rocm"
             dtype = "f16" if precision == "fp16" else "f32"
-            kw = dict(graphs=graphs, mha_variant=attention, vector_ln=vector_ln)
+            kw = dict(graphs=graphs, mha_variant=attention, vector_ln=vector_ln, side_stream=side_stream, gemv=gemv,
+                      gemm_tune=gemm_tune)
             if len(devices) == 1:
                 self.network = GpuNetwork(net, self.device, dtype, self._max_batch, **kw)
             else:

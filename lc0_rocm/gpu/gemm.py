@@ -98,11 +98,12 @@ class _Plan:
         results = results[: int(count)]
         return results[(results["state"] == 0) & (results["workspace"] <= self.gemm.workspace.nbytes)]
 
-    def run(self, x, w, y, algo: np.ndarray, stream) -> None:
+    def run(self, x, w, y, algo: np.ndarray, stream, workspace=None) -> None:
         alpha, beta = self.gemm.alpha, self.gemm.beta
+        ws = workspace if workspace is not None else self.gemm.workspace
         lt_call("hipblasLtMatmul", self.gemm.handle, self.desc, alpha, w.ptr, self.a, x.ptr, self.b, beta,
-                y.ptr, self.d, y.ptr, self.d, algo.ctypes.data, self.gemm.workspace.ptr,
-                self.gemm.workspace.nbytes, stream.handle)
+                y.ptr, self.d, y.ptr, self.d, algo.ctypes.data, ws.ptr, min(ws.nbytes, self.gemm.workspace.nbytes),
+                stream.handle)
 
     def destroy(self) -> None:
         for fn, h in (("hipblasLtMatrixLayoutDestroy", self.a), ("hipblasLtMatrixLayoutDestroy", self.b),
@@ -131,8 +132,13 @@ class Gemm:
     # ------------------------------------------------------------------ public entry point
 
     def linear(self, x: DeviceBuffer, w: DeviceBuffer, y: DeviceBuffer, m: int, n: int, k: int,
-               bias: DeviceBuffer | None = None, act: str = "none", dtype: str = "f16", stream=None) -> None:
-        """y[m,n] = act(x[m,k] @ w[n,k].T + bias[n]), all row-major, dtype 'f16' or 'f32'."""
+               bias: DeviceBuffer | None = None, act: str = "none", dtype: str = "f16", stream=None,
+               workspace: DeviceBuffer | None = None) -> None:
+        """y[m,n] = act(x[m,k] @ w[n,k].T + bias[n]), all row-major, dtype 'f16' or 'f32'.
+
+        `workspace` (at least this handle's workspace size) replaces the handle's own, so GEMMs can
+        run concurrently on two streams.
+        """
         if dtype not in _DTYPES:
             raise GemmError(f"unsupported dtype {dtype!r} (f16, f32)", m, n, k, dtype)
         if (act, bias is not None) not in EPILOGUES:
@@ -148,10 +154,12 @@ class Gemm:
             if buf.ptr % ALIGN:
                 raise GemmError(f"{name} at 0x{buf.ptr:x} is not {ALIGN}-byte aligned", m, n, k, dtype)
         s = stream or self.device.stream
-        plan = self._plan(m, n, k, dtype, act, bias is not None, x, w, y, bias, s)
+        plan = self._plan(m, n, k, dtype, act, bias is not None, x, w, y, bias, s, workspace)
         plan.set_bias(bias)
+        if workspace is not None and workspace.nbytes < self.workspace.nbytes:
+            raise GemmError(f"workspace of {workspace.nbytes} bytes, needs {self.workspace.nbytes}", m, n, k, dtype)
         try:
-            plan.run(x, w, y, plan.algo, s)
+            plan.run(x, w, y, plan.algo, s, workspace)
         except GpuError as e:
             raise GemmError(f"hipblasLtMatmul failed: {e}", m, n, k, dtype) from None
         if stream is None:
@@ -164,7 +172,7 @@ class Gemm:
 
     # ------------------------------------------------------------------ plans and tuning
 
-    def _plan(self, m, n, k, dtype, act, has_bias, x, w, y, bias, stream) -> _Plan:
+    def _plan(self, m, n, k, dtype, act, has_bias, x, w, y, bias, stream, workspace=None) -> _Plan:
         key = (m, n, k, dtype, act, has_bias)
         plan = self.plans.get(key)
         if plan is not None:
@@ -182,7 +190,7 @@ class Gemm:
                 plan.algo_ms = cached.get("ms")
             elif self.tune and len(cands) > 1:
                 plan.set_bias(bias)
-                rank, plan.algo_ms = self._tune(plan, cands, x, w, y, stream)
+                rank, plan.algo_ms = self._tune(plan, cands, x, w, y, stream, workspace)
                 plan.candidates = len(cands)
                 self._store_cache(tag, {"rank": rank, "count": len(cands), "ms": plan.algo_ms})
             else:
@@ -191,7 +199,7 @@ class Gemm:
             self.plans[key] = plan
             return plan
 
-    def _tune(self, plan: _Plan, cands: np.ndarray, x, w, y, stream) -> tuple[int, float]:
+    def _tune(self, plan: _Plan, cands: np.ndarray, x, w, y, stream, workspace=None) -> tuple[int, float]:
         from .stream import Event
 
         best, best_ms = 0, float("inf")
@@ -200,11 +208,11 @@ class Gemm:
         for i, cand in enumerate(cands):
             algo = np.frombuffer(bytearray(cand["algo"].tobytes()), dtype=np.uint8)
             try:
-                plan.run(x, w, y, algo, stream)  # warm-up, and a candidate that fails is skipped
+                plan.run(x, w, y, algo, stream, workspace)  # warm-up, and a candidate that fails is skipped
                 start, end = Event(), Event()
                 start.record(stream)
                 for _ in range(reps):
-                    plan.run(x, w, y, algo, stream)
+                    plan.run(x, w, y, algo, stream, workspace)
                 end.record(stream)
                 end.synchronize()
             except GpuError:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .gemm import Gemm
 from .memory import DeviceBuffer
-from .nn_kernels import NnKernels
+from .nn_kernels import GEMV_MAX_M, NnKernels
 from .ops import bias_act
 
 # activations hipBLASLt applies in the GEMM epilogue; the others run as a separate bias_act pass
@@ -76,6 +76,8 @@ class Context:
     max_batch: int
     ws: Workspace
     weights: list = field(default_factory=list)
+    use_gemv: bool = True
+    side: Optional["SideStream"] = None  # a second stream for independent branches (smolgen)
 
     @property
     def np_dtype(self):
@@ -98,6 +100,39 @@ class Context:
             b.free()
         self.weights.clear()
         self.ws.free()
+        if self.side is not None:
+            self.side.close()
+            self.side = None
+
+
+class SideStream:
+    """A second stream with its own GEMM workspace, forked from and joined back into `ctx.stream`.
+
+    `fork(main)` makes the side stream wait for everything queued on `main` so far; `join(main)` makes
+    `main` wait for everything queued on the side stream. Both work eagerly and under graph capture
+    (where they become graph edges, the side stream joining the capture).
+    """
+
+    def __init__(self, device, workspace_bytes: int):
+        from .stream import Event, Stream
+
+        self.stream = Stream(device)
+        self.workspace = DeviceBuffer.allocate(device, workspace_bytes)
+        self._fork, self._join = Event(timing=False), Event(timing=False)
+
+    def fork(self, main) -> None:
+        self._fork.record(main)
+        self.stream.wait(self._fork)
+
+    def join(self, main) -> None:
+        self._join.record(self.stream)
+        main.wait(self._join)
+
+    def close(self) -> None:
+        self.stream.close()
+        self.workspace.free()
+        self._fork.close()
+        self._join.close()
 
 
 class Linear:
@@ -105,7 +140,9 @@ class Linear:
 
     `raw=True` builds a GEMM without bias and activation, for a caller that fuses the bias (`self.b`)
     into the kernel that follows (LayerNorm). Activations hipBLASLt cannot fuse (mish, swish, relu2,
-    selu, ...) run as one bias_act pass over y after a bias-epilogue GEMM.
+    selu, ...) run as one bias_act pass over y after a bias-epilogue GEMM. A call with few rows
+    (m <= GEMV_MAX_M: the per-position layers at small batches) runs gemv.hip instead, bias and any
+    activation included. `stream` / `workspace` override the context's (a layer on a side stream).
     """
 
     def __init__(self, ctx: Context, w: np.ndarray, b: Optional[np.ndarray] = None, act: str = "none",
@@ -116,16 +153,21 @@ class Linear:
         self.w = ctx.upload(w)
         self.b = ctx.upload(b) if b is not None else None
 
-    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, m: int) -> None:
+    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, m: int, stream=None, workspace=None) -> None:
         ctx = self.ctx
+        s = stream or ctx.stream
+        if ctx.use_gemv and m <= GEMV_MAX_M and self.k % 8 == 0 and x.ptr % 16 == 0 and y.ptr % 16 == 0:
+            bias, act = (None, "none") if self.raw else (self.b, self.act)
+            ctx.kernels.gemv(x, self.w, bias, y, m, self.n, self.k, act=act, stream=s)
+            return
         if self.raw:
-            ctx.gemm.linear(x, self.w, y, m, self.n, self.k, dtype=ctx.dtype, stream=ctx.stream)
+            ctx.gemm.linear(x, self.w, y, m, self.n, self.k, dtype=ctx.dtype, stream=s, workspace=workspace)
             return
         fused = self.act in EPILOGUE_ACTS
         ctx.gemm.linear(x, self.w, y, m, self.n, self.k, bias=self.b, act=self.act if fused else "none",
-                        dtype=ctx.dtype, stream=ctx.stream)
+                        dtype=ctx.dtype, stream=s, workspace=workspace)
         if not fused:
-            bias_act(ctx.device, y, y, None, m * self.n, act=self.act, dtype=ctx.dtype, stream=ctx.stream)
+            bias_act(ctx.device, y, y, None, m * self.n, act=self.act, dtype=ctx.dtype, stream=s)
 
 
 def pad_rows(w: np.ndarray, rows: int) -> np.ndarray:

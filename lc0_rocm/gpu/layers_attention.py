@@ -28,9 +28,10 @@ class Norm:
         self.width = ln.gamma.shape[0]
 
     def __call__(self, ctx: Context, x, out, rows: int, bias=None, skip=None, alpha: float = 1.0,
-                 act: str = "none", gate_mul=None, gate_add=None) -> None:
+                 act: str = "none", gate_mul=None, gate_add=None, stream=None) -> None:
         ctx.kernels.layernorm(x, out, rows, self.width, self.gamma, self.beta, self.eps, bias=bias, skip=skip,
-                              alpha=alpha, act=act, gate_mul=gate_mul, gate_add=gate_add, stream=ctx.stream)
+                              alpha=alpha, act=act, gate_mul=gate_mul, gate_add=gate_add,
+                              stream=stream or ctx.stream)
 
 
 class SmolgenGpu:
@@ -56,14 +57,15 @@ class SmolgenGpu:
         ctx.ws.request("sg_g", b * self.dense2.n)
         ctx.ws.request("sg_bias", b * heads * 4096)
 
-    def __call__(self, x: DeviceBuffer, n: int) -> DeviceBuffer:
+    def __call__(self, x: DeviceBuffer, n: int, stream=None, workspace=None) -> DeviceBuffer:
         ctx, ws = self.ctx, self.ctx.ws
-        self.compress(x, ws["sg_c"], n * 64)
-        self.dense1(ws["sg_c"], ws["sg_h"], n)
-        self.ln1(ctx, ws["sg_h"], ws["sg_h"], n, bias=self.dense1.b, act=self.act)
-        self.dense2(ws["sg_h"], ws["sg_g"], n)
-        self.ln2(ctx, ws["sg_g"], ws["sg_g"], n, bias=self.dense2.b, act=self.act)
-        self.global_w(ws["sg_g"], ws["sg_bias"], n * self.heads)
+        s, w = stream, workspace
+        self.compress(x, ws["sg_c"], n * 64, s, w)
+        self.dense1(ws["sg_c"], ws["sg_h"], n, s, w)
+        self.ln1(ctx, ws["sg_h"], ws["sg_h"], n, bias=self.dense1.b, act=self.act, stream=s)
+        self.dense2(ws["sg_h"], ws["sg_g"], n, s, w)
+        self.ln2(ctx, ws["sg_g"], ws["sg_g"], n, bias=self.dense2.b, act=self.act, stream=s)
+        self.global_w(ws["sg_g"], ws["sg_bias"], n * self.heads, s, w)
         return ws["sg_bias"]
 
 
@@ -96,8 +98,18 @@ class EncoderLayerGpu:
 
     def __call__(self, x: DeviceBuffer, n: int) -> None:
         ctx, ws, rows = self.ctx, self.ctx.ws, n * 64
-        self.qkv(x, ws["qkv"], rows)
-        bias = self.smolgen(x, n) if self.smolgen is not None else None
+        bias = None
+        if self.smolgen is not None and ctx.side is not None:
+            # smolgen depends only on x, like Q|K|V: it runs on the side stream meanwhile
+            side = ctx.side
+            side.fork(ctx.stream)
+            bias = self.smolgen(x, n, side.stream, side.workspace)
+            self.qkv(x, ws["qkv"], rows)
+            side.join(ctx.stream)
+        else:
+            self.qkv(x, ws["qkv"], rows)
+            if self.smolgen is not None:
+                bias = self.smolgen(x, n)
         ctx.kernels.mha(ws["qkv"], n, self.dm, self.heads, ws["att"], bias=bias, stream=ctx.stream)
         self.out(ws["att"], ws["proj"], rows)
         self.ln1(ctx, ws["proj"], ws["x1"], rows, bias=self.out.b, skip=x, alpha=self.alpha)

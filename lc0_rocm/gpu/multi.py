@@ -46,7 +46,7 @@ class MultiGpuNetwork:
         self.max_batch = max_batch * len(self.runners)
         self._next = 0
 
-    def submit(self, planes: PackedPlanes, with_mlh: bool = True) -> MultiPending:
+    def submit(self, planes: PackedPlanes, with_mlh: bool = True, timed: bool = False) -> MultiPending:
         n = len(planes)
         k = len(self.runners)
         if not 1 <= n <= self.max_batch:
@@ -61,7 +61,7 @@ class MultiGpuNetwork:
                 stop = start + size
                 part = planes if size == n else PackedPlanes(planes.masks[start:stop], planes.values[start:stop],
                                                              planes.transforms[start:stop])
-                pieces.append((r, self.runners[r].submit(part, with_mlh)))
+                pieces.append((r, self.runners[r].submit(part, with_mlh, timed)))
                 start = stop
         except BaseException:
             for r, p in pieces:
@@ -73,7 +73,9 @@ class MultiGpuNetwork:
         return MultiPending(pieces)
 
     def collect(self, pending: MultiPending, timed: bool = False):
-        res = [self.runners[r].collect(p, timed=True) for r, p in pending.pieces]
+        res = [self.runners[r].collect(p, timed=timed) for r, p in pending.pieces]
+        if not timed:
+            res = [(o, 0.0) for o in res]
         outs = [o for o, _ in res]
         out = outs[0] if len(outs) == 1 else concat_outputs(outs)
         return (out, max(s for _, s in res)) if timed else out
@@ -91,8 +93,10 @@ class MultiGpuNetwork:
             e = min(n, s + self.max_batch)
             part = planes if (s == 0 and e == n) else PackedPlanes(planes.masks[s:e], planes.values[s:e],
                                                                    planes.transforms[s:e])
-            pend.append(self.submit(part, with_mlh))
-        res = [self.collect(p, timed=True) for p in pend]
+            pend.append(self.submit(part, with_mlh, timed))
+        res = [self.collect(p, timed=timed) for p in pend]
+        if not timed:
+            res = [(o, 0.0) for o in res]
         out = res[0][0] if len(res) == 1 else concat_outputs([o for o, _ in res])
         return (out, sum(s for _, s in res)) if timed else out
 

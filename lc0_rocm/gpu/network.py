@@ -142,6 +142,7 @@ class Pending:
     n: int
     with_mlh: bool
     collected: bool = False
+    timed: bool = False
 
 
 class GpuNetwork:
@@ -149,7 +150,7 @@ class GpuNetwork:
 
     def __init__(self, net: NetDescription, device, dtype: str = "f16", max_batch: int = 1024,
                  gemm: Gemm | None = None, graphs: bool = True, mha_variant: str = "auto",
-                 vector_ln: bool = True):
+                 vector_ln: bool = True, side_stream: bool = True, gemv: bool = True, gemm_tune: bool = True):
         if dtype not in DTYPE_ITEMSIZE:
             raise ValueError(f"dtype must be 'f32' or 'f16', got {dtype!r}")
         if max_batch < 1:
@@ -162,7 +163,16 @@ class GpuNetwork:
         self.upload_stream, self.download_stream = Stream(device), Stream(device)
         self._capture_stream = Stream(device)
         ws = Workspace(device, DTYPE_ITEMSIZE[dtype])
-        self.ctx = Context(device, dtype, gemm or Gemm(device), NnKernels(device, dtype, mha_variant, vector_ln), stream, self.max_batch, ws)
+        self.ctx = Context(device, dtype, gemm or Gemm(device, tune=gemm_tune), NnKernels(device, dtype, mha_variant, vector_ln), stream, self.max_batch, ws)
+        self.ctx.use_gemv = bool(gemv)
+        from .device import device_count
+
+        self._multi_device = device_count() > 1  # make the device current before each enqueue
+        if side_stream and net.body is not None and any(e.mha.smolgen is not None for e in net.body.encoders):
+            from .gemm import WORKSPACE_BYTES
+            from .layers import SideStream
+
+            self.ctx.side = SideStream(device, self.ctx.gemm.workspace.nbytes if gemm else WORKSPACE_BYTES)
         self._lock = threading.Lock()  # orders enqueues (and graph captures) on the compute stream
         self._graphs: dict[tuple, tuple[Graph, Graph]] = {}
         self.graph_captures = 0
@@ -289,43 +299,46 @@ class GpuNetwork:
 
     # ------------------------------------------------------------------ asynchronous API
 
-    def submit(self, planes: PackedPlanes, with_mlh: bool = True) -> Pending:
-        """Queue one batch of at most max_batch positions; returns at once."""
+    def submit(self, planes: PackedPlanes, with_mlh: bool = True, timed: bool = False) -> Pending:
+        """Queue one batch of at most max_batch positions; returns at once (`timed`: for collect(timed=True))."""
         n = len(planes)
         if not 1 <= n <= self.max_batch:
             raise ValueError(f"submit: batch of {n} positions, expected 1..{self.max_batch}")
         if self.ctx is None:
             raise GpuError("the GPU network is closed")
-        self.device.make_current()
         slot = self.pool.acquire()
         try:
             m, v = slot.inputs(n)
             np.copyto(m, planes.masks, casting="unsafe")
             np.copyto(v, planes.values, casting="unsafe")
+            rec, wait = self._record, self._wait
             with self._lock:
-                self.device.make_current()
+                if self._multi_device:
+                    self.device.make_current()
                 up, dn = self.upload_stream.handle, self.download_stream.handle
-                comp = self.ctx.stream.handle
-                _check(self._record(slot.ev_start.handle, up)[0], "hipEventRecord")
+                if timed:
+                    _check(rec(slot.ev_start.handle, up)[0], "hipEventRecord")
                 _check(self._h2d(slot.dev_in.ptr, slot.pin_in.ptr, n * IN_BYTES, up)[0], "hipMemcpyHtoDAsync")
-                _check(self._record(slot.ev_up.handle, up)[0], "hipEventRecord")
-                _check(self._wait(comp, slot.ev_up.handle, 0)[0], "hipStreamWaitEvent")
+                _check(rec(slot.ev_up.handle, up)[0], "hipEventRecord")
+                _check(wait(self.ctx.stream.handle, slot.ev_up.handle, 0)[0], "hipStreamWaitEvent")
                 self._compute(n, with_mlh, slot)
-                _check(self._wait(dn, slot.ev_pol.handle, 0)[0], "hipStreamWaitEvent")
+                _check(wait(dn, slot.ev_pol.handle, 0)[0], "hipStreamWaitEvent")
                 _check(self._d2h(slot.pin_out.ptr, slot.dev_out.ptr, n * POLICY_BYTES, dn)[0], "hipMemcpyDtoHAsync")
-                _check(self._wait(dn, slot.ev_done.handle, 0)[0], "hipStreamWaitEvent")
+                _check(wait(dn, slot.ev_done.handle, 0)[0], "hipStreamWaitEvent")
                 _check(self._d2h(slot.pin_out.ptr + n * POLICY_BYTES, slot.dev_out.ptr + n * POLICY_BYTES,
                                  n * HEADS_BYTES, dn)[0], "hipMemcpyDtoHAsync")
-                _check(self._record(slot.ev_out.handle, dn)[0], "hipEventRecord")
+                _check(rec(slot.ev_out.handle, dn)[0], "hipEventRecord")
         except BaseException:
             self.pool.release(slot)
             raise
-        return Pending(slot, n, with_mlh)
+        return Pending(slot, n, with_mlh, timed=timed)
 
     def collect(self, pending: Pending, timed: bool = False):
         """Wait for a submitted batch (no lock held) and return its NetOutputs (and device seconds if timed)."""
         if pending.collected:
             raise ValueError("collect: this batch was already collected")
+        if timed and not pending.timed:
+            raise ValueError("collect(timed=True) needs submit(timed=True)")
         pending.collected = True
         slot, n = pending.slot, pending.n
         try:
@@ -360,7 +373,7 @@ class GpuNetwork:
 
     def evaluate_timed(self, planes: PackedPlanes, with_mlh: bool = True) -> tuple[NetOutputs, float]:
         """Like evaluate; also the device seconds from the first upload to the last download."""
-        pend = [self.submit(piece, with_mlh) for piece in self._pieces(planes)]
+        pend = [self.submit(piece, with_mlh, timed=True) for piece in self._pieces(planes)]
         outs = [self.collect(p) for p in pend]
         seconds = pend[0].slot.ev_start.elapsed_ms(pend[-1].slot.ev_out) * 1e-3  # outs keep the slots leased
         return (outs[0] if len(outs) == 1 else concat_outputs(outs)), seconds
@@ -406,6 +419,14 @@ def host_overhead_us(network: GpuNetwork, planes: PackedPlanes, reps: int = 200)
     sub, col = [], []
     network.evaluate(planes)
     network.evaluate(planes)
+    slot = network.pool.acquire()
+    m, v = slot.inputs(len(planes))
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        np.copyto(m, planes.masks, casting="unsafe")
+        np.copyto(v, planes.values, casting="unsafe")
+    copy_us = 1e6 * (time.perf_counter() - t0) / reps
+    network.pool.release(slot)
     for _ in range(reps):
         t0 = time.perf_counter()
         p = network.submit(planes)
@@ -417,4 +438,5 @@ def host_overhead_us(network: GpuNetwork, planes: PackedPlanes, reps: int = 200)
         del out
         sub.append(t1 - t0)
         col.append(t3 - t2)
-    return {"submit_us": 1e6 * float(np.median(sub)), "collect_us": 1e6 * float(np.median(col))}
+    return {"submit_us": 1e6 * float(np.median(sub)), "collect_us": 1e6 * float(np.median(col)),
+            "input_copy_us": copy_us}

@@ -20,6 +20,7 @@ ACT_CODES = {"none": 0, "relu": 1, "relu2": 2, "mish": 3, "swish": 4, "selu": 5,
 DTYPE_SIZES = {"f32": 4, "f16": 2}
 BLOCK = 256
 MAX_MHA_DEPTH = 64
+GEMV_MAX_M = 8  # gemv.hip's GEMV_MAX_M
 POLICY_SIZE = 1858
 ATTENTION_MAP_SIZE = 4288
 
@@ -103,6 +104,21 @@ class NnKernels:
             _grid(rows * width), BLOCK,
             (src, dst, np.int32(rows), np.int32(width), np.int32(ld_dst), np.int32(col0)), stream=stream)
 
+    # ------------------------------------------------------------------ small dense layers
+
+    def gemv(self, x, w, bias, y, m: int, n: int, k: int, act: str = "none", stream=None):
+        """y[m, n] = act(x[m, k] @ w[n, k].T + bias[n]) for m <= GEMV_MAX_M, k % 8 == 0, aligned buffers."""
+        if not 1 <= m <= GEMV_MAX_M:
+            raise ValueError(f"gemv: {m} rows, expected 1..{GEMV_MAX_M}")
+        if k % 8 or not _aligned16(x, w, bias, y):
+            raise ValueError(f"gemv: needs k % 8 == 0 (k={k}) and 16-byte aligned buffers")
+        for what, buf, count in (("x", x, m * k), ("w", w, n * k), ("bias", bias, n), ("y", y, m * n)):
+            self._need(what, buf, count)
+        per_block = BLOCK // self.device.warp_size
+        self._k("gemv.hip", "gemv").launch(
+            min(-(-n // per_block), 65535), BLOCK,
+            (x, w, _p(bias), y, np.int32(m), np.int32(n), np.int32(k), np.int32(act_code(act))), stream=stream)
+
     # ------------------------------------------------------------------ normalisation and gating
 
     def layernorm(self, x, out, rows: int, C: int, gamma, beta, eps: float, bias=None, skip=None,
@@ -148,10 +164,12 @@ class NnKernels:
         self._need("out", out, n * 64 * ld_out)
         self._need("bias", bias, n * heads * 4096)
         variant = self.mha_variant
+        fits = mha_tiled_ok(depth) and ld_out % 4 == 0 and _aligned16(qkv, out, bias)
         if variant == "auto":
-            variant = "tiled" if mha_tiled_ok(depth) else "simple"
-        elif variant == "tiled" and not mha_tiled_ok(depth):
-            raise ValueError(f"mha: the tiled kernel needs a head depth that is a multiple of 8 and <= 32, got {depth}")
+            variant = "tiled" if fits else "simple"
+        elif variant == "tiled" and not fits:
+            raise ValueError(f"mha: the tiled kernel needs a head depth that is a multiple of 8 and <= 32 (got "
+                             f"{depth}), ld_out % 4 == 0 (got {ld_out}) and 16-byte aligned buffers")
         args = (qkv, np.int32(3 * dm), np.int32(dm), np.int32(heads), _p(bias), out, np.int32(ld_out),
                 np.float32(1.0 / math.sqrt(depth)))
         if variant == "tiled":
@@ -201,7 +219,7 @@ class NnKernels:
         self._need("policy_map", policy_map, ATTENTION_MAP_SIZE, 4)
         self._need("out", out, n * POLICY_SIZE, 4)
         self._k("policy.hip", "attention_policy").launch(
-            n, 256, (qk, np.int32(pdm), ppo, policy_map, out, np.float32(1.0 / math.sqrt(pdm))), stream=stream)
+            (n, 16), 256, (qk, np.int32(pdm), ppo, policy_map, out, np.float32(1.0 / math.sqrt(pdm))), stream=stream)
 
     def policy_gather(self, x, stride: int, idx, out, n: int, stream=None):
         """out float32 [n, 1858] <- x[b*stride + idx[m]]; idx int32 [1858]."""

@@ -13,13 +13,15 @@
 //
 // mha (any D <= 64): grid (heads, n), block 64 threads (thread i = query i; any wave size), static
 //   shared memory 2*64*D*4 + 64*64*4 bytes (48 KiB at D = 64).
-// mha_tiled (D % 8 == 0, D <= 32; the fast one): grid (heads, n), block 256 threads. Q (pre-scaled)
+// mha_tiled (D % 8 == 0, D <= 32; the fast one): grid (heads, n), block 256 threads. Needs qkv
+//   16-byte aligned with ld_qkv % 8 == 0, out and bias 16-byte aligned, ld_out % 4 == 0 (16-byte
+//   loads of 8 elements, 4-element bias loads and output stores). Q (pre-scaled)
 //   and K are staged transposed in shared memory; thread t computes the 4x4 logit tile of queries
 //   4*(t/16).., keys 4*(t%16).. (16 FMAs per two 16-byte shared loads), the bias is added from
 //   registers, softmax rows are reduced across the 16 threads of a tile row with __shfl_xor (offsets
 //   8..1: assumes only that warpSize is a multiple of 16), the probabilities replace Q/K in shared
 //   memory, and thread t then computes 2 query rows x D/8 output columns of P.V. Static shared memory
-//   (max(2*D, 64)*68 + 64*D) * 4 bytes (25.6 KiB at D = 32).
+//   (max(2*D, 64)*68 + 64*(D+4)) * 4 bytes (26.6 KiB at D = 32).
 #include "nn.h"
 
 #ifndef MHA_DEPTH
@@ -103,39 +105,46 @@ template <typename T>
 __device__ void mha_tiled_impl(const T* qkv, int ld_qkv, int dm, int heads, const T* bias, T* out, int ld_out,
                                float scale) {
     constexpr int D = MHA_DEPTH;
+    constexpr int VLD = D + 4;  // V row stride: 16-byte rows that fall in different banks
     constexpr int QK = 2 * D * MHA_LD;
     constexpr int PF = 64 * MHA_LD;
     constexpr int U = QK > PF ? QK : PF;
-    __shared__ float4 sm4[(U + 64 * D) / 4];
+    __shared__ float4 sm4[(U + 64 * VLD) / 4];
     float* sm = reinterpret_cast<float*>(sm4);
     float* qt = sm;               // [D][MHA_LD]: qt[d][i] = scale * Q[i][d]
     float* kt = sm + D * MHA_LD;  // [D][MHA_LD]: kt[d][j] = K[j][d]
     float* pm = sm;               // [64][MHA_LD]: probabilities, once qt/kt are consumed
-    float* vs = sm + U;           // [64][D]
+    float* vs = sm + U;           // [64][VLD]
     const int t = threadIdx.x;
     const int h = blockIdx.x;
     const long long b = blockIdx.y;
-    const T* tok = qkv + b * 64 * (long long)ld_qkv + h * D;
-    for (int e = t; e < 64 * D; e += MHA_T) {
-        const int r = e / D, d = e % D;
-        const T* row = tok + (long long)r * ld_qkv + d;
-        qt[d * MHA_LD + r] = lc0_load(row) * scale;
-        kt[d * MHA_LD + r] = lc0_load(row + dm);
-        vs[e] = lc0_load(row + 2 * dm);
-    }
     const int ti = t >> 4, tj = t & 15;  // logit tile: queries 4ti..4ti+3, keys 4tj..4tj+3
     float s[4][4];
-    if (bias != nullptr) {
+    if (bias != nullptr) {  // issued first: the loads overlap the staging below
         const T* bt = bias + ((b * heads + h) * 4096 + (4 * ti) * 64 + 4 * tj);
 #pragma unroll
-        for (int r = 0; r < 4; ++r)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) s[r][c] = lc0_load(bt + (r * 64 + c));
+        for (int r = 0; r < 4; ++r) lc0_load4(bt + r * 64, s[r]);
     } else {
 #pragma unroll
         for (int r = 0; r < 4; ++r)
 #pragma unroll
             for (int c = 0; c < 4; ++c) s[r][c] = 0.0f;
+    }
+    const T* tok = qkv + b * 64 * (long long)ld_qkv + h * D;
+    for (int e = t; e < 8 * D; e += MHA_T) {  // (row, 8-column chunk); a warp covers 32 rows of one chunk
+        const int r = e & 63, d0 = (e >> 6) * 8;
+        const T* row = tok + ((long long)r * ld_qkv + d0);
+        float q[8], k[8], v[8];
+        lc0_load8(row, q);
+        lc0_load8(row + dm, k);
+        lc0_load8(row + 2 * dm, v);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            qt[(d0 + i) * MHA_LD + r] = q[i] * scale;
+            kt[(d0 + i) * MHA_LD + r] = k[i];
+        }
+        *reinterpret_cast<float4*>(vs + (r * VLD + d0)) = make_float4(v[0], v[1], v[2], v[3]);
+        *reinterpret_cast<float4*>(vs + (r * VLD + d0 + 4)) = make_float4(v[4], v[5], v[6], v[7]);
     }
     __syncthreads();
 #pragma unroll 8
@@ -184,7 +193,7 @@ __device__ void mha_tiled_impl(const T* qkv, int ld_qkv, int dm, int heads, cons
         const float a1[4] = {p1.x, p1.y, p1.z, p1.w};
 #pragma unroll
         for (int jj = 0; jj < 4; ++jj) {
-            const float* vr = vs + ((j + jj) * D + c0);
+            const float* vr = vs + ((j + jj) * VLD + c0);
 #pragma unroll
             for (int c = 0; c < CW; ++c) {
                 const float v = vr[c];
@@ -194,10 +203,18 @@ __device__ void mha_tiled_impl(const T* qkv, int ld_qkv, int dm, int heads, cons
         }
     }
     T* o = out + ((b * 64 + i0) * (long long)ld_out + h * D + c0);
+    if (CW % 4 == 0) {
 #pragma unroll
-    for (int c = 0; c < CW; ++c) {
-        lc0_store(o + c, o0[c]);
-        lc0_store(o + (ld_out + c), o1[c]);
+        for (int c = 0; c < CW; c += 4) {
+            lc0_store4(o + c, o0 + c);
+            lc0_store4(o + (ld_out + c), o1 + c);
+        }
+    } else {
+#pragma unroll
+        for (int c = 0; c < CW; ++c) {
+            lc0_store(o + c, o0[c]);
+            lc0_store(o + (ld_out + c), o1[c]);
+        }
     }
 }
 

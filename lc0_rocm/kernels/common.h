@@ -44,6 +44,28 @@ __device__ __forceinline__ void lc0_store8(__half* p, const float v[8]) {
     *reinterpret_cast<uint4*>(p) = u;
 }
 
+// 4 consecutive elements (8 bytes of fp16, 16 of fp32); p must be aligned to that size.
+__device__ __forceinline__ void lc0_load4(const float* p, float v[4]) {
+    const float4 a = *reinterpret_cast<const float4*>(p);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+}
+__device__ __forceinline__ void lc0_load4(const __half* p, float v[4]) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    const __half2* h = reinterpret_cast<const __half2*>(&u);
+    const float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
+    v[0] = a.x; v[1] = a.y; v[2] = b.x; v[3] = b.y;
+}
+__device__ __forceinline__ void lc0_store4(float* p, const float v[4]) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void lc0_store4(__half* p, const float v[4]) {
+    uint2 u;
+    __half2* h = reinterpret_cast<__half2*>(&u);
+    h[0] = __floats2half2_rn(v[0], v[1]);
+    h[1] = __floats2half2_rn(v[2], v[3]);
+    *reinterpret_cast<uint2*>(p) = u;
+}
+
 // ------------------------------------------------------------------ warp-level
 
 __device__ __forceinline__ float lc0_warp_sum(float v) {

@@ -57,25 +57,24 @@ __device__ void layernorm8_impl(const T* x, const T* bias, const T* skip, T* out
     const long long row = blockIdx.x;
     const int c = threadIdx.x * 8;
     const bool on = c < C;
-    float v[8];
+    const int s = (int)(row & 63);
+    // every load but the (embedding-only) gates is issued before the first reduction: at small batches
+    // the kernel is latency-bound
+    float v[8], bb[8], sk[8], g[8], be[8];
     float sum = 0.0f;
     if (on) {
         lc0_load8(x + (row * C + c), v);
-        float t[8];
-        if (bias != nullptr) {
-            lc0_load8(bias + c, t);
+        if (bias != nullptr) lc0_load8(bias + c, bb);
+        if (skip != nullptr) lc0_load8(skip + (row * C + c), sk);
+        lc0_load8(gamma + c, g);
+        lc0_load8(beta + c, be);
 #pragma unroll
-            for (int i = 0; i < 8; ++i) v[i] += t[i];
+        for (int i = 0; i < 8; ++i) {
+            float u = bias != nullptr ? v[i] + bb[i] : v[i];
+            u = nn_act(u, act);
+            v[i] = skip != nullptr ? alpha * u + sk[i] : u;
+            sum += v[i];
         }
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = nn_act(v[i], act);
-        if (skip != nullptr) {
-            lc0_load8(skip + (row * C + c), t);
-#pragma unroll
-            for (int i = 0; i < 8; ++i) v[i] = alpha * v[i] + t[i];
-        }
-#pragma unroll
-        for (int i = 0; i < 8; ++i) sum += v[i];
     }
     const float mean = lc0_block_sum(sum, scratch) / (float)C;
     float sq = 0.0f;
@@ -88,17 +87,13 @@ __device__ void layernorm8_impl(const T* x, const T* bias, const T* skip, T* out
     }
     const float rstd = 1.0f / sqrtf(lc0_block_sum(sq, scratch) / (float)C + eps);
     if (!on) return;
-    float g[8], be[8];
-    lc0_load8(gamma + c, g);
-    lc0_load8(beta + c, be);
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = (v[i] - mean) * rstd * g[i] + be[i];
     if (gate_mul != nullptr) {
-        const int s = (int)(row & 63);
-        lc0_load8(gate_mul + (s * C + c), g);
-        lc0_load8(gate_add + (s * C + c), be);
+        lc0_load8(gate_mul + (s * C + c), bb);
+        lc0_load8(gate_add + (s * C + c), sk);
 #pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = v[i] * g[i] + be[i];
+        for (int i = 0; i < 8; ++i) v[i] = v[i] * bb[i] + sk[i];
     }
     lc0_store8(out + (row * C + c), v);
 }

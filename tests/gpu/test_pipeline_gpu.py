@@ -210,3 +210,25 @@ def test_outputs_outlive_the_network(gpu):
     np.testing.assert_array_equal(out.policy, want)
     del out
     gc.collect()
+
+
+@pytest.mark.parametrize("opts", [dict(side_stream=False, gemv=False), dict(side_stream=True, gemv=True)])
+def test_side_stream_and_gemv_paths(gpu, opts):
+    """Smolgen on the side stream (eager and captured) and gemv for batches <= 8 give the reference."""
+    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.reference import Reference
+
+    net = _net()
+    g = GpuNetwork(net, gpu, "f32", max_batch=16, **opts)
+    try:
+        assert (g.ctx.side is not None) == opts["side_stream"]
+        for n in (1, 8, 16):
+            planes = _planes(net, n, offset=3 * n)
+            ref = Reference(net, np.float64).forward(planes)
+            for _ in range(3):  # eager + capture, then graph replays
+                out = g.evaluate(planes)
+                assert np.abs(out.policy - ref.policy).max() <= FP32_ATOL, (n, opts)
+                assert np.abs(out.q - ref.q).max() <= FP32_ATOL, (n, opts)
+                assert np.abs(out.mlh - ref.mlh).max() <= FP32_ATOL, (n, opts)
+    finally:
+        g.close()
