@@ -19,14 +19,16 @@ Histories are persistent: `History.push(move)` returns a new History sharing all
 
 from __future__ import annotations
 
+import struct
 from typing import Iterator, Optional
 
 import chess
 import numpy as np
 
-from .transforms import reverse_bytes
 
 MASK64 = (1 << 64) - 1
+_PACK13 = struct.Struct("<13Q")
+_PACK13_BE = struct.Struct(">13Q")
 STARTING_FEN = chess.STARTING_FEN
 _START_BOARD = chess.Board()
 
@@ -110,12 +112,12 @@ class PositionState:
         fr = self._frames[black_ours]
         if fr is None:
             bb = self.bbs
-            if black_ours:
-                vals = [reverse_bytes(x) for x in bb[6:]] + [reverse_bytes(x) for x in bb[:6]]
+            rep = MASK64 if self.repetitions >= 1 else 0
+            if black_ours:  # big-endian packing reverses the bytes of each mask: ranks mirrored
+                raw = _PACK13_BE.pack(*bb[6:], *bb[:6], rep)
             else:
-                vals = list(bb)
-            vals.append(MASK64 if self.repetitions >= 1 else 0)
-            fr = np.array(vals, dtype=np.uint64)
+                raw = _PACK13.pack(*bb, rep)
+            fr = np.frombuffer(raw, dtype=np.uint64)  # read-only
             self._frames[black_ours] = fr
         return fr
 

@@ -54,6 +54,7 @@ MAX_OUT_OF_ORDER_FACTOR = 2.4  # lc0's MaxOutOfOrderEvalsFactor
 SOLID_TREE_THRESHOLD = 100
 BOARD_CACHE_VISITS = 32  # nodes with this many visits keep a board copy (~1 KB) for faster descents  # lc0's SolidTreeThreshold (only visible in VerboseMoveStats)
 _fast_log = sc.fast_log_f64  # lc0 grows cpuct with its FastLog
+PUCT_TABLE_SIZE = 1 << 16
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _NEG_INF = float("-inf")
 
@@ -343,6 +344,7 @@ class Search:
         self.minibatch = max(1, min(mb, evaluator.backend.max_batch))
         self.max_collisions = params.max_collisions or self.minibatch
         self._collided: Optional[list] = None
+        self._puct_table: list[float] = []  # _puct(n) by n, filled as visits grow
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
         self._done = threading.Event()
@@ -582,10 +584,9 @@ class Search:
                     vp += p[c.index]
             node.vp = vp
         fpu = params.fpu_value if params.fpu_absolute else -node.wl - params.fpu_value * math.sqrt(vp)
-        cpuct = params.cpuct
-        if params.cpuct_factor:
-            cpuct += params.cpuct_factor * _fast_log((node.n + params.cpuct_base) / params.cpuct_base)
-        puct = cpuct * math.sqrt(node.n - 1 if node.n > 1 else 1)
+        n = node.n
+        table = self._puct_table
+        puct = table[n] if n < len(table) else self._puct(n)
         m_on = self.mlh_enabled and abs(node.wl) > params.moves_left_threshold
         filt = self._root_skip_set() if is_root else None
         if filt is None and not m_on:
@@ -632,6 +633,24 @@ class Search:
             if ns == 0:
                 break
         return best_i
+
+    def _puct(self, n: int) -> float:
+        """cpuct(N) * sqrt(children visits) of a node with N visits; fills `_puct_table` up to N
+        (for N < PUCT_TABLE_SIZE) so that later selections look it up."""
+        params = self.params
+        table = self._puct_table
+        k = len(table) if n < PUCT_TABLE_SIZE else n
+        while True:
+            cpuct = params.cpuct
+            if params.cpuct_factor:
+                cpuct += params.cpuct_factor * _fast_log((k + params.cpuct_base) / params.cpuct_base)
+            puct = cpuct * math.sqrt(k - 1 if k > 1 else 1)
+            if k == n:
+                if n < PUCT_TABLE_SIZE:
+                    table.append(puct)
+                return puct
+            table.append(puct)
+            k += 1
 
     def _root_skip_set(self) -> Optional[set]:
         """Root edges not to search: outside `searchmoves`, or hopeless under smart pruning."""
@@ -798,9 +817,33 @@ class Search:
             node.parent.vp = None  # a child gets its first visit: the parent's visited policy changes
         sticky = self.params.sticky_endgames
         update_bounds = sticky and node.terminal != 0 and node.n == 0
+        root = self.root
+        if not update_bounds:
+            # the common case (a network or cache value): no bounds to update, nothing to fix;
+            # Node.finalize_score_update inlined
+            n = node
+            while True:
+                if n.terminal:
+                    v, d, m = n.wl, n.d, n.m
+                n1 = n.n + 1
+                n.wl += (v - n.wl) / n1
+                n.d += (d - n.d) / n1
+                n.m += (m - n.m) / n1
+                n.n = n1
+                n.n_in_flight -= 1
+                p = n.parent
+                if p is None or n is root:
+                    break
+                v = -v
+                m += 1
+                n = p
+            self.playouts += 1
+            self.cum_depth += depth
+            if depth > self.max_depth:
+                self.max_depth = depth
+            return
         n_to_fix = 0
         v_delta = d_delta = m_delta = 0.0
-        root = self.root
         n = node
         while n is not None:
             p = n.parent
