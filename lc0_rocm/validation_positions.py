@@ -1,17 +1,28 @@
-"""The built-in position suite that `lc0-rocm validate` and the GPU network tests evaluate.
+"""The position suites that `lc0-rocm validate` and the GPU network tests evaluate.
 
-A position is (start FEN, UCI moves played from it), so the encoder sees a real history. The suite is
-a fixed list of hand-picked positions (openings, middlegames, both sides to move, castling rights,
-en passant, promotions for both colours, under-promotion, endgames, checks) followed by positions
-from seeded random games, so any size is available and the same size always gives the same list.
-The random games are deterministic for the pinned python-chess version (its legal-move order).
+A position is (start FEN, UCI moves played from it), so the encoder sees a real history. The built-in
+suite is a fixed list of hand-picked positions (openings, middlegames, both sides to move, castling
+rights, en passant, promotions for both colours, under-promotion, endgames, checks) followed by
+positions from seeded random games, so any size is available and the same size always gives the same
+list. The random games are deterministic for the pinned python-chess version (its legal-move order).
+
+`pgn_boards(path)` gives positions from real games instead: every position along the main line of
+every game of a PGN file (the start position, or the game's FEN header, and the position after each
+move), as boards whose move stacks hold the game so far. A file that cannot be read, holds no game
+with moves, or has an illegal move, a bad FEN header or an unsupported variant raises PositionError
+with a one-line message.
 """
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
+from typing import Optional
 
 import chess
+import chess.pgn
+
+from .errors import PositionError
 
 START = chess.STARTING_FEN
 
@@ -94,3 +105,58 @@ def boards(n: int = 512, seed: int = 20260427) -> list[chess.Board]:
             board.push_uci(uci)
         result.append(board)
     return result
+
+
+class _QuietGameBuilder(chess.pgn.GameBuilder):
+    """python-chess's game builder without its error logging (errors stay in `game.errors`)."""
+
+    def handle_error(self, error: Exception) -> None:
+        self.game.errors.append(error)
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def pgn_boards(path, max_positions: Optional[int] = None) -> list[chess.Board]:
+    """Every position along every game of the PGN file at `path` (at most `max_positions`), in game
+    order; each board's move stack is its game up to that position."""
+    if max_positions is not None and max_positions < 1:
+        raise PositionError(f"--max-positions must be >= 1, got {max_positions}")
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise PositionError(f"cannot read PGN {path}: not UTF-8 text (byte {e.start})") from None
+    if "\x00" in text:
+        raise PositionError(f"cannot read PGN {path}: binary data")
+    import io
+
+    handle = io.StringIO(text)
+    boards: list[chess.Board] = []
+    games = moves_seen = 0
+    while max_positions is None or len(boards) < max_positions:
+        game = chess.pgn.read_game(handle, Visitor=_QuietGameBuilder)
+        if game is None:
+            break
+        games += 1
+        if game.errors:
+            raise PositionError(f"bad PGN {path}: game {games}: {_one_line(game.errors[0])}")
+        board = game.board()
+        if board.uci_variant not in ("chess",):
+            raise PositionError(f"bad PGN {path}: game {games}: variant {board.uci_variant!r} is not supported")
+        if not board.is_valid():
+            raise PositionError(f"bad PGN {path}: game {games}: illegal start position {board.fen()}")
+        moves = list(game.mainline_moves())
+        moves_seen += len(moves)
+        if not moves and "FEN" not in game.headers:
+            continue  # text that is no game (or a game without moves from the start position)
+        boards.append(board.copy())
+        for move in moves:
+            if max_positions is not None and len(boards) >= max_positions:
+                break
+            board.push(move)
+            boards.append(board.copy())
+    if not boards:
+        raise PositionError(f"bad PGN {path}: no game with moves found")
+    return boards[:max_positions] if max_positions is not None else boards

@@ -2,10 +2,14 @@
 
 The GPU comparison itself runs in tests/gpu/test_network_gpu.py; here the comparison and limit logic
 are checked on constructed outputs with known differences, and the CLI end to end with the cpu backend
-(which must come out equal to the reference up to float32 rounding).
+(which must come out equal to the reference up to float32 rounding), positions from a PGN file
+(counted against python-chess) and the search comparison (`--nodes`: the cpu backend must choose the
+reference's move everywhere).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -150,3 +154,92 @@ def test_position_suite_is_legal_varied_and_stable():
     assert len({b.fen() for b in boards}) > 560
     with pytest.raises(ValueError):
         validation_positions.suite(0)
+
+
+# --------------------------------------------------------------------------------------------
+# Positions from a PGN, and the search comparison
+
+import chess  # noqa: E402
+import chess.pgn  # noqa: E402
+
+from lc0_rocm.backends.factory import create_backend  # noqa: E402
+from lc0_rocm.net.loader import load_net  # noqa: E402
+
+GAMES_PGN = Path(__file__).resolve().parent / "data" / "games.pgn"
+
+
+def _python_chess_positions(path):
+    """Every position along every game, counted and listed with python-chess alone."""
+    fens = []
+    with open(path, encoding="utf-8") as f:
+        while (game := chess.pgn.read_game(f)) is not None:
+            board = game.board()
+            fens.append(board.fen())
+            for move in game.mainline_moves():
+                board.push(move)
+                fens.append(board.fen())
+    return fens
+
+
+def test_pgn_positions_are_every_position_of_every_game():
+    boards = validation_positions.pgn_boards(GAMES_PGN)
+    fens = _python_chess_positions(GAMES_PGN)
+    assert len(boards) == len(fens) == 357  # 7 games, 350 moves
+    assert [b.fen() for b in boards] == fens
+    assert boards[0].move_stack == [] and len(boards[33].move_stack) == 33  # Opera game: 33 plies, then the next game
+    assert boards[33].is_checkmate() and boards[34].move_stack == []
+    assert [b.fen() for b in validation_positions.pgn_boards(GAMES_PGN, 50)] == fens[:50]
+
+
+def test_cli_pgn_positions_and_search_agreement_with_the_reference(capsys):
+    argv = ["validate", "-w", str(SE_CLASSICAL), "-b", "cpu", "--pgn", str(GAMES_PGN), "--max-positions", "36",
+            "--nodes", "24", "--minibatch", "8"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith(f"36 positions from {GAMES_PGN}")
+    searched = sum(any(b.legal_moves) for b in validation_positions.pgn_boards(GAMES_PGN, 36))
+    assert searched == 35  # the Opera game's final position is mate
+    row = next(ln for ln in out if ln.startswith("search bestmove"))
+    assert row.split()[2] == "100.00%" and f"({searched}/{searched} positions, 24 nodes)" in row
+    assert out[-1] == "result: PASS"
+
+
+def test_search_bestmoves_is_deterministic_and_tells_nets_apart():
+    boards = validation_positions.pgn_boards(GAMES_PGN, 12)
+    net_a, net_b = load_net(SE_CLASSICAL), load_net(BT_SMALL)
+    a = create_backend("cpu", net_a)
+    first = v.search_bestmoves(a, net_a, boards, 16, 4)
+    assert first == v.search_bestmoves(a, net_a, boards, 16, 4)
+    assert all(m in b.legal_moves for m, b in zip(first, boards))
+    other = v.search_bestmoves(create_backend("cpu", net_b), net_b, boards, 16, 4)
+    assert sum(x != y for x, y in zip(first, other)) >= 3  # two random nets: different choices
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"this is not a chess game\nat all\n", "no game with moves found"),
+    (b"1. e4 e5 2. Kxe8 *\n", "game 1: illegal san: 'Kxe8'"),
+    (b'[FEN "not a fen"]\n\n1. e4 *\n', "game 1:"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "cannot read PGN"),
+    (b'[Variant "Crazyhouse"]\n\n1. e4 e5 *\n', "variant"),
+    (b"", "no game with moves found"),
+])
+def test_cli_bad_pgn_is_one_line_exit_1(capsys, tmp_path, content, message):
+    bad = tmp_path / "bad.pgn"
+    bad.write_bytes(content)
+    assert main(["validate", "-w", str(BT_SMALL), "-b", "cpu", "--pgn", str(bad)]) == 1
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert cap.err.startswith("lc0-rocm: error: ") and message in cap.err and len(cap.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--pgn", "/nonexistent/games.pgn"], "No such file"),
+    (["--max-positions", "5"], "--max-positions needs --pgn"),
+    (["--pgn", str(GAMES_PGN), "--max-positions", "0"], "--max-positions must be >= 1"),
+    (["--nodes", "0"], "--nodes must be >= 1"),
+    (["--nodes", "5", "--minibatch", "0"], "--minibatch must be >= 1"),
+])
+def test_cli_pgn_and_search_argument_errors(capsys, argv, message):
+    assert main(["validate", "-w", str(BT_SMALL), "-b", "cpu"] + argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("lc0-rocm: error: ") and message in err and len(err.strip().splitlines()) == 1

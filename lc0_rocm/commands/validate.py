@@ -1,9 +1,14 @@
-"""`lc0-rocm validate`: compare a backend with the numpy CPU reference over a built-in position suite.
+"""`lc0-rocm validate`: compare a backend with the numpy CPU reference over a set of positions.
 
-Evaluates the first N positions of `lc0_rocm.validation_positions` with the chosen backend and with the
-float32 CPU reference (lc0's CPU precision), and prints one table: max and mean |Δ| of the policy
-probabilities (softmax over the legal moves, temperature 1), the raw logits, W, D, L, Q and moves-left,
-the top-1 move agreement and the NaN count. Limits depend on the backend's precision:
+Evaluates the first N positions of the built-in suite (`lc0_rocm.validation_positions`), or with
+`--pgn FILE` every position along the games of a PGN file (at most `--max-positions`), with the chosen
+backend and with the float32 CPU reference (lc0's CPU precision), and prints one table: max and mean
+|Δ| of the policy probabilities (softmax over the legal moves, temperature 1), the raw logits, W, D, L,
+Q and moves-left, the top-1 move agreement and the NaN count. With `--nodes N` the MCTS also searches
+every position (that has legal moves) for N nodes with each of the two, under deterministic settings
+(fresh tree and NN cache per position, MinibatchSize `--minibatch`, smart pruning off), and the table
+gains the share of positions where both searches choose the same move (informational: near-equal
+moves may legitimately swap under reduced precision). Limits depend on the backend's precision:
 
   fp32 (rocm, cpu):       every max |Δ| (probabilities, W, D, L, Q, moves-left) <= 1e-4, no NaN
   fp16 (rocm-fp16/-auto): top-1 agreement >= 99%, mean |ΔQ| <= 0.005, max |ΔQ| <= 0.03, no NaN
@@ -31,6 +36,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--positions", "-n", type=int, default=DEFAULT_POSITIONS, metavar="N",
                         help=f"positions from the built-in suite (default {DEFAULT_POSITIONS})")
     parser.add_argument("--batch", type=int, default=256, metavar="N", help="positions per evaluation (default 256)")
+    parser.add_argument("--pgn", metavar="FILE", help="positions from real games: every position of every game in FILE")
+    parser.add_argument("--max-positions", type=int, metavar="N", help="with --pgn: at most N positions (default all)")
+    parser.add_argument("--nodes", type=int, metavar="N",
+                        help="also search each position for N nodes with both and compare the best moves")
+    parser.add_argument("--minibatch", type=int, default=16, metavar="N",
+                        help="with --nodes: the search's MinibatchSize (default 16)")
 
 
 @dataclass
@@ -43,6 +54,9 @@ class Comparison:
     mean_abs: dict = field(default_factory=dict)  # quantity -> mean |Δ|
     top1: float = 1.0
     nan: int = 0
+    search_nodes: int = 0  # --nodes: nodes per search (0: no search comparison)
+    search_agree: int = 0  # positions where both searches chose the same move
+    search_total: int = 0  # positions searched (those with legal moves)
 
 
 QUANTITIES = ("policy", "logits", "W", "D", "L", "Q", "MLH")
@@ -136,6 +150,10 @@ def format_table(c: Comparison, precision: str) -> str:
     top1_limit = f">= {100 * lim['top1']:.0f}%" if "top1" in lim else "-"
     rows.append(f"{'top-1 agreement':<17}{100 * c.top1:>11.2f}%{'':>12}   {top1_limit}  ({c.scored} positions)")
     rows.append(f"{'NaN values':<17}{c.nan:>12d}{'':>12}   0")
+    if c.search_nodes:
+        pct = 100.0 * c.search_agree / c.search_total if c.search_total else 100.0
+        rows.append(f"{'search bestmove':<17}{pct:>11.2f}%{'':>12}   -  ({c.search_agree}/{c.search_total} positions, "
+                    f"{c.search_nodes} nodes)")
     return "\n".join(rows)
 
 
@@ -157,27 +175,76 @@ def run(args) -> int:
         raise Lc0RocmError(f"--positions must be >= 1, got {args.positions}")
     if args.batch < 1:
         raise Lc0RocmError(f"--batch must be >= 1, got {args.batch}")
+    if args.nodes is not None and args.nodes < 1:
+        raise Lc0RocmError(f"--nodes must be >= 1, got {args.nodes}")
+    if args.minibatch < 1:
+        raise Lc0RocmError(f"--minibatch must be >= 1, got {args.minibatch}")
+    if args.max_positions is not None and not args.pgn:
+        raise Lc0RocmError("--max-positions needs --pgn")
+    if args.pgn:
+        boards = validation_positions.pgn_boards(args.pgn, args.max_positions)
+        source = f"{len(boards)} positions from {args.pgn}"
+    else:
+        boards = validation_positions.boards(args.positions)
+        source = f"{len(boards)} positions"
     opts = parse_backend_options(args.backend_opts)
     weights = args.weights or default_net_path()
     net = load_net(weights, **head_options(opts))
     backend = create_backend(args.backend, net, args.backend_opts)
+    mlh = "mlh" not in opts or opts["mlh"].lower() not in ("false", "0", "no", "off")
+    ref_backend = CpuBackend(net, dtype=np.float32, mlh=mlh, threads=os.cpu_count())
     try:
-        boards = validation_positions.boards(args.positions)
         planes = encode_positions(boards, net.input_format)
         legal = [legal_move_indices(b, int(t))[1] for b, t in zip(boards, planes.transforms)]
         precision = getattr(backend, "precision", "fp32")
         out = _evaluate(backend, planes, args.batch)
+        ours = search_bestmoves(backend, net, boards, args.nodes, args.minibatch) if args.nodes else None
     finally:
         backend.close()
-    mlh = "mlh" not in opts or opts["mlh"].lower() not in ("false", "0", "no", "off")
-    ref = _evaluate(CpuBackend(net, dtype=np.float32, mlh=mlh, threads=os.cpu_count()), planes, args.batch)
+    ref = _evaluate(ref_backend, planes, args.batch)
+    theirs = search_bestmoves(ref_backend, net, boards, args.nodes, args.minibatch) if args.nodes else None
 
     c = compare(ref, out, legal)
-    print(f"validate: {backend.name} ({precision}) vs cpu reference (float32), {weights}, {c.positions} positions")
+    if args.nodes:
+        pairs = [(a, b) for a, b in zip(ours, theirs) if b is not None]
+        c.search_nodes = args.nodes
+        c.search_total = len(pairs)
+        c.search_agree = sum(a == b for a, b in pairs)
+    print(f"validate: {backend.name} ({precision}) vs cpu reference (float32), {weights}, {source}")
     print(format_table(c, precision))
     bad = failures(c, precision)
     print("result: PASS" if not bad else "result: FAIL (" + "; ".join(bad) + ")")
     return 0 if not bad else 2
+
+
+def search_bestmoves(backend, net, boards, nodes: int, minibatch: int) -> list:
+    """The move our MCTS chooses after `nodes` nodes from each board (None without legal moves), with
+    deterministic settings: a fresh tree and NN cache per position, no smart pruning."""
+    from ..encoding.history import History
+    from ..search.mcts import NNEvaluator, Search, SearchParams
+    from ..search.node import NodeTree
+    from ..search.timemgr import SearchLimits
+
+    params = SearchParams(minibatch_size=minibatch, smart_pruning_factor=0)
+    result = []
+    for board in boards:
+        if not any(board.generate_legal_moves()):
+            result.append(None)
+            continue
+        h = History.from_board(board)
+        tree = NodeTree()
+        tree.set_position(board.root().fen(), [m.uci() for m in board.move_stack], h.last)
+        ev = NNEvaluator(backend, net.input_format)
+        try:
+            s = Search(tree, board, h.first, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl,
+                       has_mlh=net.has_moves_left)
+            s.run()
+        finally:
+            ev.close()
+        if s.error is not None:
+            raise s.error
+        result.append(s.bestmove)
+    return result
 
 
 def _evaluate(backend, planes, batch: int):
