@@ -255,7 +255,7 @@ def mode_nps(args) -> None:
     search, raw, raw_ovl = [], [], []
     for r in range(args.repeat):
         raw.append(raw_nps(backend, planes, args.batches))
-        if backend.is_async:
+        if getattr(backend, "is_async", False):
             raw_ovl.append(raw_nps_overlapped(backend, planes, args.batches))
         playouts, seconds = run_searches(backend, net, positions, args.nodes, mb)
         search.append(playouts / seconds)
@@ -322,9 +322,9 @@ def mode_replay(args) -> None:
 class UciProcess:
     """A UCI engine in a subprocess; `go(position, nodes)` -> (nodes, wall seconds, reported nps)."""
 
-    def __init__(self, argv: list[str], options: dict[str, str]):
+    def __init__(self, argv: list[str], options: dict[str, str], env: dict | None = None):
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  text=True, bufsize=1)
+                                  text=True, bufsize=1, env=env)
         self.send("uci")
         self.wait_for("uciok")
         for k, v in options.items():
@@ -409,7 +409,9 @@ def mode_vs_lc0(args) -> None:
     print(f"machine: {describe_machine()}")
     print(f"ours: {' '.join(ours_argv[3:])} {ours_opts}")
     print(f"lc0:  {' '.join(lc0_argv)} {lc0_opts}")
-    engines = {"lc0-rocm": UciProcess(ours_argv, ours_opts), "lc0 eigen": UciProcess(lc0_argv, lc0_opts)}
+    repo = str(Path(__file__).resolve().parent.parent)  # this checkout's lc0_rocm, installed or not
+    env = {**os.environ, "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    engines = {"lc0-rocm": UciProcess(ours_argv, ours_opts, env), "lc0 eigen": UciProcess(lc0_argv, lc0_opts)}
     results = {name: {"nps": [], "reported": []} for name in engines}
     try:
         for name, eng in engines.items():  # warm-up
