@@ -28,7 +28,8 @@ def main() -> int:
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--dff", type=int, default=1536)
     ap.add_argument("--pdm", type=int, default=1024)
-    ap.add_argument("--kernels", default="mha_tiled,mha,layernorm8,layernorm,act8_mish,bias_act_mish,attention_policy")
+    ap.add_argument("--kernels", default="mha_t128,mha_tiled,mha,layernorm_warp,layernorm8,layernorm,act8_mish,"
+                    "bias_act_mish,attention_policy,attention_policy_split,h2d,d2h")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--once", action="store_true")
     args = ap.parse_args()
@@ -60,13 +61,30 @@ def main() -> int:
     pmap.upload(np.asarray(ATTENTION_POLICY_MAP, dtype=np.int32).reshape(-1))
     pol = DeviceBuffer.allocate(dev, n * 1858 * 4)
     k_new, k_old = NnKernels(dev, "f16", "tiled", True), NnKernels(dev, "f16", "simple", False)
+    k_t128, k_block = NnKernels(dev, "f16", "t128", True), NnKernels(dev, "f16", "tiled", True)
+    k_block.warp_ln = False
+    k_split = NnKernels(dev, "f16", "t128", True)
+    k_split.policy_split_below, k_new.policy_split_below = 10**9, 0
+    from lc0_rocm.gpu.memory import PinnedBuffer
+
+    pin = PinnedBuffer(n * 1858 * 4)
+    dpol = DeviceBuffer.allocate(dev, n * 1858 * 4)
+    hip_fn = __import__("lc0_rocm.gpu.hiperr", fromlist=["hip_call"]).hip_call
     depth = dm // heads
     kernels = {
         "mha_tiled": (lambda: k_new.mha(qkv, n, dm, heads, att, bias=bias, stream=s),
                       0, 4.0 * 64 * 64 * depth * heads * n),
+        "mha_t128": (lambda: k_t128.mha(qkv, n, dm, heads, att, bias=bias, stream=s),
+                     0, 4.0 * 64 * 64 * depth * heads * n),
         "mha": (lambda: k_old.mha(qkv, n, dm, heads, att, bias=bias, stream=s), 0, 4.0 * 64 * 64 * depth * heads * n),
-        "layernorm8": (lambda: k_new.layernorm(x, att, rows, dm, gamma, beta, 1e-3, bias=b1, skip=skip, alpha=0.5,
-                                               stream=s), 3 * rows * dm * 2, 0),
+        "layernorm_warp": (lambda: k_new.layernorm(x, att, rows, dm, gamma, beta, 1e-3, bias=b1, skip=skip,
+                                                   alpha=0.5, stream=s), 3 * rows * dm * 2, 0),
+        "layernorm8": (lambda: k_block.layernorm(x, att, rows, dm, gamma, beta, 1e-3, bias=b1, skip=skip, alpha=0.5,
+                                                 stream=s), 3 * rows * dm * 2, 0),
+        "attention_policy_split": (lambda: k_split.attention_policy(qk, n, args.pdm, ppo, pmap, pol, stream=s),
+                                   0, 2.0 * 64 * 64 * args.pdm * n),
+        "h2d": (lambda: hip_fn("hipMemcpyHtoDAsync", dpol.ptr, pin.ptr, n * 1858 * 4, s.handle), n * 1858 * 4, 0),
+        "d2h": (lambda: hip_fn("hipMemcpyDtoHAsync", pin.ptr, dpol.ptr, n * 1858 * 4, s.handle), n * 1858 * 4, 0),
         "layernorm": (lambda: k_old.layernorm(x, att, rows, dm, gamma, beta, 1e-3, bias=b1, skip=skip, alpha=0.5,
                                               stream=s), 3 * rows * dm * 2, 0),
         "act8_mish": (lambda: ops.bias_act(dev, ffh, ffh, None, rows * dff, act="mish", dtype="f16", stream=s),
@@ -95,7 +113,7 @@ def main() -> int:
         us = statistics.median(times)
         extra = ""
         if nbytes:
-            extra += f"  {nbytes / us / 1e6:7.0f} GB/s"
+            extra += f"  {nbytes / us / 1e3:7.0f} GB/s"
         if flops:
             extra += f"  {flops / us / 1e6:7.1f} TFLOP/s"
         print(f"{name:18} {us:9.2f} us{extra}", flush=True)

@@ -45,8 +45,8 @@ LC0_GIVEN = {  # lc0 cuda-fp16, one thread, H100 (given in issue 6, not measured
 GIVEN_GFLOP = {"bt4": 16.3, "t82": 8.85}  # per position, as given in the issue
 DATASHEET_TFLOPS = 989.4  # H100 SXM dense fp16 tensor peak (datasheet)
 RESULTS: dict = {}
-ABLATIONS = ("graph_capture=false", "attention=simple", "vector_ln=false", "side_stream=false", "gemv=false",
-             "gemm_tune=false")
+ABLATIONS = ("graph_capture=false", "attention=tiled", "attention=simple", "vector_ln=false", "side_stream=false",
+             "gemv=true", "gemm_tune=false")
 
 
 def log(msg: str) -> None:
@@ -200,6 +200,40 @@ def bench_net(name, net, sizes, batches, opts: str, label: str) -> list[dict]:
     return rows
 
 
+# ------------------------------------------------------------------ correctness gate
+
+def validate(name, net, opts: str, positions: int = 64) -> bool:
+    """fp16 with `opts` against fp32 with the original kernels (checked by the test suite) on suite positions."""
+    from lc0_rocm import validation_positions
+    from lc0_rocm.backends.factory import parse_backend_options
+    from lc0_rocm.backends.rocm import RocmBackend
+    from lc0_rocm.commands.validate import compare
+    from lc0_rocm.encoding.planes import encode_positions
+    from lc0_rocm.encoding.policy_map import legal_move_indices
+
+    boards = validation_positions.boards(positions)
+    planes = encode_positions(boards, net.input_format)
+    legal = [legal_move_indices(b, int(t))[1] for b, t in zip(boards, planes.transforms)]
+    ref_b = RocmBackend(net, "fp32", parse_backend_options("attention=simple,vector_ln=false,graph_capture=false"))
+    try:
+        ref = ref_b.evaluate(planes)
+    finally:
+        ref_b.close()
+    b = RocmBackend(net, "fp16", parse_backend_options(opts))
+    try:
+        outs = [b.evaluate(planes) for _ in range(3)]  # eager + capture, then a graph replay
+    finally:
+        b.close()
+    ok = True
+    for out in outs[1:]:
+        c = compare(ref, out, legal)
+        good = c.nan == 0 and c.top1 >= 0.97 and c.max_abs["Q"] <= 0.05
+        ok = ok and good
+    log(f"  validate {name} fp16 [{opts or 'default'}] vs fp32 original kernels: top1 {c.top1:.3f}, "
+        f"max |dQ| {c.max_abs['Q']:.4f}, NaN {c.nan}: {'PASS' if ok else 'FAIL'}")
+    return ok
+
+
 # ------------------------------------------------------------------ host overhead
 
 def host_overhead(net, sizes) -> dict:
@@ -207,12 +241,27 @@ def host_overhead(net, sizes) -> dict:
     from lc0_rocm.gpu.device import get_device
     from lc0_rocm.gpu.network import GpuNetwork, host_overhead_us
 
+    import cProfile
+    import io
+    import pstats
+
     g = GpuNetwork(net, get_device(0), "f16", max_batch=max(sizes))
     out = {}
     try:
         for size in sizes:
             out[size] = host_overhead_us(g, replicate(startpos(net), size))
-            log(f"  host per batch {size:5d}: submit {out[size]['submit_us']:.1f} us, collect {out[size]['collect_us']:.1f} us")
+            log(f"  host per batch {size:5d}: submit {out[size]['submit_us']:.1f} us, collect "
+                f"{out[size]['collect_us']:.1f} us (of which the input copy {out[size]['input_copy_us']:.1f} us)")
+        planes = replicate(startpos(net), max(sizes))
+        prof = cProfile.Profile()
+        for _ in range(50):
+            prof.enable()
+            p = g.submit(planes)
+            prof.disable()
+            g.collect(p)
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(12)
+        log("  cProfile of 50 submits at batch %d (tottime):\n%s" % (max(sizes), buf.getvalue()[-2500:]))
     finally:
         g.close()
     return out
@@ -367,7 +416,7 @@ def time_ops(rec: OpRecorder, dev, reps: int = 20) -> list[float]:
     return times
 
 
-def profile(name, net, n: int, baseline: bool) -> dict:
+def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
     from lc0_rocm.bench.backendbench import replicate
     from lc0_rocm.gpu import ops as gops
     from lc0_rocm.gpu.device import get_device
@@ -376,10 +425,17 @@ def profile(name, net, n: int, baseline: bool) -> dict:
 
     dev = get_device(0)
     planes = replicate(startpos(net), n)
-    configs = [("new", {}, True)]
+    from lc0_rocm.backends.factory import parse_backend_options
+
+    o = parse_backend_options(base_opts)
+    kw_new = {}
+    if "attention" in o:
+        kw_new["mha_variant"] = o["attention"]
+    if o.get("vector_ln") == "false":
+        kw_new["vector_ln"] = False
+    configs = [("new", kw_new, True)]
     if baseline:
-        configs.append(("old kernels", dict(mha_variant="simple", vector_ln=False, side_stream=False, gemv=False),
-                        False))
+        configs.append(("old kernels", dict(mha_variant="simple", vector_ln=False, side_stream=False), False))
     result = {}
     for label, kw, vec_act in configs:
         gops.VECTOR_ACT = vec_act
@@ -473,6 +529,7 @@ def main() -> int:
     ap.add_argument("--host", action="store_true")
     ap.add_argument("--torch", default="", help="batch sizes for tools/torch_bench.py (empty: skip)")
     ap.add_argument("--multi", default="", help="backend option list for a multi-GPU run, e.g. gpus=0:1")
+    ap.add_argument("--opts", default="", help="backend options of the main configuration")
     ap.add_argument("--ablation", default="", help="batch sizes at which each optimisation is switched off alone")
     args = ap.parse_args()
     out = Path(args.out)
@@ -503,8 +560,15 @@ def main() -> int:
             t0 = time.time()
             proto, net = make(name)
             log(f"net {name}: built in {time.time() - t0:.1f} s")
+            base_opts = args.opts
+            if not validate(name, net, base_opts):
+                base_opts = ",".join(x for x in (args.opts, "attention=tiled") if x)
+                if not validate(name, net, base_opts):
+                    base_opts = ",".join(x for x in (args.opts, "attention=simple,vector_ln=false") if x)
+                log(f"  benchmarking {name} with {base_opts!r} instead")
+            RESULTS.setdefault("validated_opts", {})[name] = base_opts
             smi.mark(f"bench {name}")
-            RESULTS.setdefault("bench", []).extend(bench_net(name, net, sizes + extra, args.batches, "", "new"))
+            RESULTS.setdefault("bench", []).extend(bench_net(name, net, sizes + extra, args.batches, base_opts, "new"))
             if args.baseline:
                 os.environ["LC0_ROCM_GEMM_TUNE"] = "0"
                 from lc0_rocm.gpu import ops as gops
@@ -513,7 +577,7 @@ def main() -> int:
                 try:
                     RESULTS["bench"].extend(bench_net(
                         name, net, [int(x) for x in args.baseline_sizes.split(",")], args.batches,
-                        "graph_capture=false,attention=simple,vector_ln=false,side_stream=false,gemv=false,"
+                        "graph_capture=false,attention=simple,vector_ln=false,side_stream=false,"
                         "gemm_tune=false", "baseline"))
                 finally:
                     os.environ.pop("LC0_ROCM_GEMM_TUNE", None)
@@ -522,8 +586,9 @@ def main() -> int:
                 smi.mark(f"ablation {name}")
                 ab_sizes = [int(x) for x in args.ablation.split(",")]
                 for opts in ABLATIONS:
+                    full = ",".join(x for x in (base_opts, opts) if x)
                     RESULTS.setdefault("ablation", []).extend(
-                        bench_net(name, net, ab_sizes, max(10, args.batches // 2), opts, opts))
+                        bench_net(name, net, ab_sizes, max(10, args.batches // 2), full, opts))
             if args.multi:
                 smi.mark(f"multi {name}")
                 RESULTS.setdefault("multi", []).extend(bench_net(name, net, sizes + extra, args.batches,
@@ -532,7 +597,7 @@ def main() -> int:
                 RESULTS.setdefault("host", {})[name] = host_overhead(net, [1, 16, 256])
             for n in prof.get(name, []):
                 smi.mark(f"profile {name} {n}")
-                RESULTS.setdefault("profile", {})[f"{name}:{n}"] = profile(name, net, n, args.baseline)
+                RESULTS.setdefault("profile", {})[f"{name}:{n}"] = profile(name, net, n, args.baseline, base_opts)
             if args.torch:
                 smi.mark(f"torch {name}")
                 del net

@@ -10,10 +10,10 @@ A thin `Backend` over `lc0_rocm.gpu.network.GpuNetwork` (one device) or `lc0_roc
   `mlh` (true/false);
   `graph_capture` (true/false, default true: each batch size is captured into hipGraphs on first use
   and replayed); `graph_precapture` (N: run and capture batch sizes 1..N at start, default 0);
-  `attention` (auto, simple or tiled: the attention kernel); `vector_ln` (true/false, default true: the
+  `attention` (auto, simple, tiled or t128: the attention kernel; auto = t128 where it applies); `vector_ln` (true/false, default true: the
   16-byte-access LayerNorm kernel where widths allow); `side_stream` (true/false, default true: smolgen
-  runs on a second stream beside Q|K|V); `gemv` (true/false, default true: gemv.hip for dense layers
-  of at most 8 rows instead of hipBLASLt); `gemm_tune` (true/false, default true: time the hipBLASLt
+  runs on a second stream beside Q|K|V at batches of at most 64); `gemv` (true/false, default false:
+  gemv.hip for dense layers of at most 8 rows instead of hipBLASLt, measured slower on H100); `gemm_tune` (true/false, default true: time the hipBLASLt
   heuristic's candidates once per shape and keep the fastest, cached on disk per device; false takes the
   heuristic's first choice; LC0_ROCM_GEMM_TUNE=0 also turns it off).
 Besides `evaluate`, the backend has an asynchronous pair for a search that keeps batches in flight:
@@ -93,7 +93,7 @@ def _gpu_list(opts: dict) -> list[int]:
     return gpus
 
 
-_ATTENTION = ("auto", "simple", "tiled")
+_ATTENTION = ("auto", "simple", "tiled", "t128")
 
 
 class RocmBackend(Backend):
@@ -111,7 +111,7 @@ class RocmBackend(Backend):
         precapture = _int_option(opts, "graph_precapture", 0, 0)
         vector_ln = _bool_option(opts, "vector_ln", True)
         side_stream = _bool_option(opts, "side_stream", True)
-        gemv = _bool_option(opts, "gemv", True)
+        gemv = _bool_option(opts, "gemv", False)
         gemm_tune = _bool_option(opts, "gemm_tune", True)
         attention = opts.get("attention", "auto").strip().lower()
         if attention not in _ATTENTION:

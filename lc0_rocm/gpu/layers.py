@@ -76,8 +76,9 @@ class Context:
     max_batch: int
     ws: Workspace
     weights: list = field(default_factory=list)
-    use_gemv: bool = True
+    use_gemv: bool = False
     side: Optional["SideStream"] = None  # a second stream for independent branches (smolgen)
+    side_max_batch: int = 64  # above this the branches compete for the whole GPU: run them in line
 
     @property
     def np_dtype(self):

@@ -99,7 +99,7 @@ class EncoderLayerGpu:
     def __call__(self, x: DeviceBuffer, n: int) -> None:
         ctx, ws, rows = self.ctx, self.ctx.ws, n * 64
         bias = None
-        if self.smolgen is not None and ctx.side is not None:
+        if self.smolgen is not None and ctx.side is not None and n <= ctx.side_max_batch:
             # smolgen depends only on x, like Q|K|V: it runs on the side stream meanwhile
             side = ctx.side
             side.fork(ctx.stream)

@@ -150,7 +150,7 @@ class GpuNetwork:
 
     def __init__(self, net: NetDescription, device, dtype: str = "f16", max_batch: int = 1024,
                  gemm: Gemm | None = None, graphs: bool = True, mha_variant: str = "auto",
-                 vector_ln: bool = True, side_stream: bool = True, gemv: bool = True, gemm_tune: bool = True):
+                 vector_ln: bool = True, side_stream: bool = True, gemv: bool = False, gemm_tune: bool = True):
         if dtype not in DTYPE_ITEMSIZE:
             raise ValueError(f"dtype must be 'f32' or 'f16', got {dtype!r}")
         if max_batch < 1:

@@ -21,11 +21,12 @@ DTYPE_SIZES = {"f32": 4, "f16": 2}
 BLOCK = 256
 MAX_MHA_DEPTH = 64
 GEMV_MAX_M = 8  # gemv.hip's GEMV_MAX_M
+LNW_CHUNKS = 4  # layernorm.hip's LNW_CHUNKS
 POLICY_SIZE = 1858
 ATTENTION_MAP_SIZE = 4288
 
 
-MHA_VARIANTS = ("auto", "simple", "tiled")
+MHA_VARIANTS = ("auto", "simple", "tiled", "t128")
 
 
 def _aligned16(*bufs) -> bool:
@@ -62,6 +63,8 @@ class NnKernels:
             raise ValueError(f"mha_variant must be one of {MHA_VARIANTS}, got {mha_variant!r}")
         self.device, self.dtype, self.size = device, dtype, DTYPE_SIZES[dtype]
         self.mha_variant, self.vector_ln = mha_variant, bool(vector_ln)
+        self.warp_ln = True  # layernorm_warp where the width allows (else layernorm8)
+        self.policy_split_below = 64  # batches smaller than this use the 16-blocks-per-position policy kernel
 
     # ------------------------------------------------------------------ helpers
 
@@ -135,8 +138,13 @@ class NnKernels:
         warp = self.device.warp_size
         args = (x, _p(bias), _p(skip), out, gamma, beta, _p(gate_mul), _p(gate_add), np.int32(C),
                 np.float32(alpha), np.float32(eps), np.int32(act_code(act)))
-        if self.vector_ln and C % 8 == 0 and C <= 8 * 1024 and _aligned16(x, bias, skip, out, gamma, beta,
-                                                                         gate_mul, gate_add):
+        vec = self.vector_ln and C % 8 == 0 and _aligned16(x, bias, skip, out, gamma, beta, gate_mul, gate_add)
+        if vec and self.warp_ln and C <= LNW_CHUNKS * 8 * warp:
+            per_block = BLOCK // warp
+            self._k("layernorm.hip", "layernorm_warp").launch(
+                -(-rows // per_block), BLOCK, args[:8] + (np.int32(rows),) + args[8:], stream=stream)
+            return
+        if vec and C <= 8 * 1024:
             threads = -(-(C // 8) // warp) * warp
             self._k("layernorm.hip", "layernorm8").launch(rows, threads, args, stream=stream)
             return
@@ -166,18 +174,15 @@ class NnKernels:
         variant = self.mha_variant
         fits = mha_tiled_ok(depth) and ld_out % 4 == 0 and _aligned16(qkv, out, bias)
         if variant == "auto":
-            variant = "tiled" if fits else "simple"
-        elif variant == "tiled" and not fits:
-            raise ValueError(f"mha: the tiled kernel needs a head depth that is a multiple of 8 and <= 32 (got "
+            variant = "t128" if fits else "simple"
+        elif variant in ("tiled", "t128") and not fits:
+            raise ValueError(f"mha: the tiled kernels need a head depth that is a multiple of 8 and <= 32 (got "
                              f"{depth}), ld_out % 4 == 0 (got {ld_out}) and 16-byte aligned buffers")
         args = (qkv, np.int32(3 * dm), np.int32(dm), np.int32(heads), _p(bias), out, np.int32(ld_out),
                 np.float32(1.0 / math.sqrt(depth)))
-        if variant == "tiled":
-            k = self._k("attention.hip", "mha_tiled", (f"-DMHA_DEPTH={depth}",))
-            k.launch((heads, n), 256, args, stream=stream)
-        else:
-            k = self._k("attention.hip", "mha", (f"-DMHA_DEPTH={depth}",))
-            k.launch((heads, n), 64, args, stream=stream)
+        threads = {"t128": 128, "tiled": 256, "simple": 64}[variant]
+        name = {"t128": "mha_t128", "tiled": "mha_tiled", "simple": "mha"}[variant]
+        self._k("attention.hip", name, (f"-DMHA_DEPTH={depth}",)).launch((heads, n), threads, args, stream=stream)
 
     # ------------------------------------------------------------------ convolution tower
 
@@ -218,8 +223,9 @@ class NnKernels:
         self._need("ppo", ppo, 4 * pdm)
         self._need("policy_map", policy_map, ATTENTION_MAP_SIZE, 4)
         self._need("out", out, n * POLICY_SIZE, 4)
-        self._k("policy.hip", "attention_policy").launch(
-            (n, 16), 256, (qk, np.int32(pdm), ppo, policy_map, out, np.float32(1.0 / math.sqrt(pdm))), stream=stream)
+        split = n < self.policy_split_below
+        self._k("policy.hip", "attention_policy_split" if split else "attention_policy").launch(
+            (n, 16) if split else n, 256, (qk, np.int32(pdm), ppo, policy_map, out, np.float32(1.0 / math.sqrt(pdm))), stream=stream)
 
     def policy_gather(self, x, stride: int, idx, out, n: int, stream=None):
         """out float32 [n, 1858] <- x[b*stride + idx[m]]; idx int32 [1858]."""

@@ -1,7 +1,7 @@
 // attention.hip — fused multi-head self-attention over the 64 square tokens (flash-style: the 64x64
 // logits never leave on-chip memory).
 //
-// Two kernels with one contract, mha_{f32,f16} and mha_tiled_{f32,f16}:
+// Three kernels with one contract, mha_{f32,f16}, mha_tiled_{f32,f16} and mha_t128_{f32,f16}:
 //   (qkv, ld_qkv, dm, heads, bias, out, ld_out, scale)
 //   qkv  T [n*64, ld_qkv]: row b*64+s holds Q (columns 0..dm), K (dm..2dm), V (2dm..3dm) of token s,
 //        as one fused Q|K|V GEMM writes them; head h owns columns h*D..h*D+D of each part.
@@ -22,6 +22,13 @@
 //   8..1: assumes only that warpSize is a multiple of 16), the probabilities replace Q/K in shared
 //   memory, and thread t then computes 2 query rows x D/8 output columns of P.V. Static shared memory
 //   (max(2*D, 64)*68 + 64*(D+4)) * 4 bytes (26.6 KiB at D = 32).
+// mha_t128 (same conditions as mha_tiled; the default): grid (heads, n), block 128 threads, the same
+//   shared-memory staging, but bigger register tiles so that shared memory (the limit of mha_tiled,
+//   measured with ncu: L1/shared 94% busy, FMA pipes 57%) carries fewer bytes per FMA: thread t
+//   computes queries 4*(t/8)..+3 x keys {4*(t%8)..+3, 32+4*(t%8)..+3} (32 FMAs per three 16-byte
+//   shared loads, conflict-free), reduces softmax rows across 8 threads (__shfl_xor 4, 2, 1: warpSize
+//   a multiple of 8), and computes D/8 query rows (t/(D/4) + k*512/D) x 4 columns of P.V (16 FMAs per
+//   two 16-byte shared loads per query row and key group).
 #include "nn.h"
 
 #ifndef MHA_DEPTH
@@ -226,6 +233,137 @@ __device__ void mha_tiled_impl(const T* qkv, int ld_qkv, int dm, int heads, cons
     }
 ENTRY_TILED(float, _f32)
 ENTRY_TILED(__half, _f16)
+
+#define MHA_T128 128
+
+template <typename T>
+__device__ void mha_t128_impl(const T* qkv, int ld_qkv, int dm, int heads, const T* bias, T* out, int ld_out,
+                              float scale) {
+    constexpr int D = MHA_DEPTH;
+    constexpr int VLD = D + 4;
+    constexpr int QK = 2 * D * MHA_LD;
+    constexpr int PF = 64 * MHA_LD;
+    constexpr int U = QK > PF ? QK : PF;
+    __shared__ float4 sm4[(U + 64 * VLD) / 4];
+    float* sm = reinterpret_cast<float*>(sm4);
+    float* qt = sm;               // [D][MHA_LD]: qt[d][i] = scale * Q[i][d]
+    float* kt = sm + D * MHA_LD;  // [D][MHA_LD]: kt[d][j] = K[j][d]
+    float* pm = sm;               // [64][MHA_LD]: probabilities, once qt/kt are consumed
+    float* vs = sm + U;           // [64][VLD]
+    const int t = threadIdx.x;
+    const int h = blockIdx.x;
+    const long long b = blockIdx.y;
+    const int qi = t >> 3, kj = t & 7;  // queries 4qi..4qi+3; keys 4kj..4kj+3 (c < 4), 32+4kj.. (c >= 4)
+    float s[4][8];
+    if (bias != nullptr) {
+        const T* bt = bias + ((b * heads + h) * 4096 + (4 * qi) * 64 + 4 * kj);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            lc0_load4(bt + r * 64, s[r]);
+            lc0_load4(bt + (r * 64 + 32), s[r] + 4);
+        }
+    } else {
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int c = 0; c < 8; ++c) s[r][c] = 0.0f;
+    }
+    const T* tok = qkv + b * 64 * (long long)ld_qkv + h * D;
+    for (int e = t; e < 8 * D; e += MHA_T128) {
+        const int r = e & 63, d0 = (e >> 6) * 8;
+        const T* row = tok + ((long long)r * ld_qkv + d0);
+        float q[8], k[8], v[8];
+        lc0_load8(row, q);
+        lc0_load8(row + dm, k);
+        lc0_load8(row + 2 * dm, v);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            qt[(d0 + i) * MHA_LD + r] = q[i] * scale;
+            kt[(d0 + i) * MHA_LD + r] = k[i];
+        }
+        *reinterpret_cast<float4*>(vs + (r * VLD + d0)) = make_float4(v[0], v[1], v[2], v[3]);
+        *reinterpret_cast<float4*>(vs + (r * VLD + d0 + 4)) = make_float4(v[4], v[5], v[6], v[7]);
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int d = 0; d < D; ++d) {
+        const float4 a = *reinterpret_cast<const float4*>(qt + (d * MHA_LD + 4 * qi));
+        const float4 k0 = *reinterpret_cast<const float4*>(kt + (d * MHA_LD + 4 * kj));
+        const float4 k1 = *reinterpret_cast<const float4*>(kt + (d * MHA_LD + 32 + 4 * kj));
+        const float av[4] = {a.x, a.y, a.z, a.w};
+        const float kv[8] = {k0.x, k0.y, k0.z, k0.w, k1.x, k1.y, k1.z, k1.w};
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int c = 0; c < 8; ++c) s[r][c] += av[r] * kv[c];
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        float m = s[r][0];
+#pragma unroll
+        for (int c = 1; c < 8; ++c) m = fmaxf(m, s[r][c]);
+#pragma unroll
+        for (int off = 4; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor(m, off));
+        float sum = 0.0f;
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+            s[r][c] = expf(s[r][c] - m);
+            sum += s[r][c];
+        }
+#pragma unroll
+        for (int off = 4; off > 0; off >>= 1) sum += __shfl_xor(sum, off);
+        const float inv = 1.0f / sum;
+#pragma unroll
+        for (int c = 0; c < 8; ++c) s[r][c] *= inv;
+    }
+    __syncthreads();  // qt and kt are consumed: the probabilities take their place
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        float* prow = pm + (4 * qi + r) * MHA_LD;
+        *reinterpret_cast<float4*>(prow + 4 * kj) = make_float4(s[r][0], s[r][1], s[r][2], s[r][3]);
+        *reinterpret_cast<float4*>(prow + 32 + 4 * kj) = make_float4(s[r][4], s[r][5], s[r][6], s[r][7]);
+    }
+    __syncthreads();
+    constexpr int CG = D / 4;         // column groups of 4
+    constexpr int RPT = D / 8;        // query rows per thread
+    constexpr int RSTEP = 64 / RPT;   // rows rg, rg + RSTEP, ...: consecutive threads, consecutive rows
+    const int cg = t % CG, rg = t / CG;
+    float o[RPT][4];
+#pragma unroll
+    for (int r = 0; r < RPT; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[r][c] = 0.0f;
+#pragma unroll 2
+    for (int j = 0; j < 64; j += 4) {
+        float vv[4][4];
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+            const float4 v = *reinterpret_cast<const float4*>(vs + ((j + jj) * VLD + 4 * cg));
+            vv[jj][0] = v.x; vv[jj][1] = v.y; vv[jj][2] = v.z; vv[jj][3] = v.w;
+        }
+#pragma unroll
+        for (int r = 0; r < RPT; ++r) {
+            const float4 p = *reinterpret_cast<const float4*>(pm + ((rg + r * RSTEP) * MHA_LD + j));
+            const float pv[4] = {p.x, p.y, p.z, p.w};
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) o[r][c] += pv[jj] * vv[jj][c];
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < RPT; ++r)
+        lc0_store4(out + ((b * 64 + rg + r * RSTEP) * (long long)ld_out + h * D + 4 * cg), o[r]);
+}
+
+#define ENTRY_T128(T, sfx)                                                                                \
+    extern "C" __global__ void __launch_bounds__(MHA_T128)                                                \
+        mha_t128##sfx(const T* qkv, int ld_qkv, int dm, int heads, const T* bias, T* out, int ld_out,    \
+                      float scale) {                                                                      \
+        mha_t128_impl<T>(qkv, ld_qkv, dm, heads, bias, out, ld_out, scale);                               \
+    }
+ENTRY_T128(float, _f32)
+ENTRY_T128(__half, _f16)
 #endif
 
 #define ENTRY(T, sfx)                                                                                     \

@@ -23,7 +23,26 @@ __device__ void gemv_impl(const T* x, const T* w, const T* bias, T* y, int m, in
 #pragma unroll
         for (int r = 0; r < GEMV_MAX_M; ++r) acc[r] = 0.0f;
         const T* wr = w + (long long)col * k;
-        for (int k0 = lane * 8; k0 < k; k0 += warpSize * 8) {
+        const int step = warpSize * 8;
+        int k0 = lane * 8;
+        for (; k0 + 3 * step < k; k0 += 4 * step) {  // four weight loads in flight before any use
+            float wv[4][8];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) lc0_load8(wr + (k0 + u * step), wv[u]);
+#pragma unroll
+            for (int r = 0; r < GEMV_MAX_M; ++r) {
+                if (r < m) {
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        float xv[8];
+                        lc0_load8(x + ((long long)r * k + k0 + u * step), xv);
+#pragma unroll
+                        for (int i = 0; i < 8; ++i) acc[r] += wv[u][i] * xv[i];
+                    }
+                }
+            }
+        }
+        for (; k0 < k; k0 += step) {
             float wv[8];
             lc0_load8(wr + k0, wv);
 #pragma unroll

@@ -12,13 +12,16 @@ from nnkit import BATCHES, TOL, Dev
 pytestmark = pytest.mark.gpu
 
 
+@pytest.mark.parametrize("split", [True, False], ids=["split", "whole"])
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
 @pytest.mark.parametrize("n", BATCHES)
-@pytest.mark.parametrize("pdm", [64, 100])  # 100: a partial last tile of the 32-wide walk over pdm
-def test_attention_policy(gpu, dtype, n, pdm):
+@pytest.mark.parametrize("pdm", [64, 100, 136])  # 100, 136: partial last chunks of the walks over pdm
+def test_attention_policy(gpu, dtype, n, pdm, split):
+    """Both kernels (16 blocks per position, or one) at every batch size."""
     from lc0_rocm.encoding.policy_map import ATTENTION_POLICY_MAP
 
     d = Dev(gpu, dtype)
+    d.k.policy_split_below = 10**9 if split else 0
     rng = np.random.default_rng()
     qk = d.rand(rng, (n * 64, 2 * pdm))
     ppo = d.rand(rng, (4, pdm))
