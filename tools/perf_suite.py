@@ -416,6 +416,59 @@ def time_ops(rec: OpRecorder, dev, reps: int = 20) -> list[float]:
     return times
 
 
+def timeline(g, planes) -> dict:
+    """One batch's steps (as GpuNetwork.submit queues them, graphs replayed) with an event after each:
+    device milliseconds from the first event, and host microseconds of the two graph launches."""
+    from lc0_rocm.gpu.hiperr import hip_call
+    from lc0_rocm.gpu.network import HEADS_BYTES, IN_BYTES, POLICY_BYTES
+    from lc0_rocm.gpu.stream import Event
+
+    n = len(planes)
+    ga, gb = g._graphs[(n, True)]
+    slot = g.pool.acquire()
+    try:
+        m, v = slot.inputs(n)
+        np.copyto(m, planes.masks, casting="unsafe")
+        np.copyto(v, planes.values, casting="unsafe")
+        up, comp, dn, ws = g.upload_stream, g.ctx.stream, g.download_stream, g.ctx.ws
+        names = ["start", "h2d in", "d2d in", "graph A", "d2d policy", "graph B", "d2d heads", "d2h policy",
+                 "d2h heads"]
+        ev = {k: Event() for k in names}
+        ev["start"].record(up)
+        hip_call("hipMemcpyHtoDAsync", slot.dev_in.ptr, slot.pin_in.ptr, n * IN_BYTES, up.handle)
+        ev["h2d in"].record(up)
+        comp.wait(ev["h2d in"])
+        hip_call("hipMemcpyDtoDAsync", ws["input"].ptr, slot.dev_in.ptr, n * IN_BYTES, comp.handle)
+        ev["d2d in"].record(comp)
+        t0 = time.perf_counter()
+        ga.launch(comp)
+        t1 = time.perf_counter()
+        ev["graph A"].record(comp)
+        hip_call("hipMemcpyDtoDAsync", slot.dev_out.ptr, ws["policy"].ptr, n * POLICY_BYTES, comp.handle)
+        ev["d2d policy"].record(comp)
+        t2 = time.perf_counter()
+        gb.launch(comp)
+        t3 = time.perf_counter()
+        ev["graph B"].record(comp)
+        hip_call("hipMemcpyDtoDAsync", slot.dev_out.ptr + n * POLICY_BYTES, ws["heads"].ptr, n * HEADS_BYTES,
+                 comp.handle)
+        ev["d2d heads"].record(comp)
+        dn.wait(ev["d2d policy"])
+        hip_call("hipMemcpyDtoHAsync", slot.pin_out.ptr, slot.dev_out.ptr, n * POLICY_BYTES, dn.handle)
+        ev["d2h policy"].record(dn)
+        dn.wait(ev["d2d heads"])
+        hip_call("hipMemcpyDtoHAsync", slot.pin_out.ptr + n * POLICY_BYTES, slot.dev_out.ptr + n * POLICY_BYTES,
+                 n * HEADS_BYTES, dn.handle)
+        ev["d2h heads"].record(dn)
+        ev["d2h heads"].synchronize()
+        comp.synchronize()
+        out = {k: ev["start"].elapsed_ms(ev[k]) for k in names[1:]}
+        out["host_launch_A_us"], out["host_launch_B_us"] = 1e6 * (t1 - t0), 1e6 * (t3 - t2)
+        return out
+    finally:
+        g.pool.release(slot)
+
+
 def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
     from lc0_rocm.bench.backendbench import replicate
     from lc0_rocm.gpu import ops as gops
@@ -456,6 +509,10 @@ def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
             e1.synchronize()
             graph_ms = e0.elapsed_ms(e1) / reps
             _, dev_s = g.evaluate_timed(planes)
+            tl = timeline(g, planes)
+            log(f"  timeline {name} batch {n} [{label}] (ms from the first event): "
+                + ", ".join(f"{k} {v:.3f}" for k, v in tl.items() if not k.startswith("host"))
+                + f"; host graph launches {tl['host_launch_A_us']:.0f} + {tl['host_launch_B_us']:.0f} us")
             with OpRecorder() as rec:
                 g._part_a(n)
                 g._part_b(n, True)
@@ -478,7 +535,7 @@ def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
         rows = sorted(groups.items(), key=lambda kv: -kv[1][0])
         for lab, (t, cnt) in rows:
             log(f"    {lab:42} {cnt:4d} ops {t:9.4f} ms {100 * t / total:6.2f}%")
-        result[label] = dict(ops=len(rec.ops), sum_ms=total, graph_ms=graph_ms, evaluate_ms=dev_s * 1e3,
+        result[label] = dict(ops=len(rec.ops), sum_ms=total, graph_ms=graph_ms, evaluate_ms=dev_s * 1e3, timeline=tl,
                              gflop_per_pos=flops / 1e9,
                              groups={lab: {"ms": t, "count": c, "share": t / total} for lab, (t, c) in rows})
     gops.VECTOR_ACT = True

@@ -5,8 +5,8 @@ k×m, D = y as n×m; the bias runs along D's rows, i.e. one value per output fea
 compute type 32F (fp32 accumulation); fp32 storage uses 32F too, which is true fp32 (never TF32).
 
 Per (m, n, k, dtype, epilogue) a `_Plan` builds its descriptors once and picks an algorithm: the heuristic
-is asked for many candidates (split-K variants included) with a 32 MiB workspace, each is timed once on the
-caller's buffers, the fastest is kept. The winner's rank in the heuristic's list is cached on disk per
+is asked for many candidates (split-K variants included) with a 32 MiB workspace; for m >= TUNE_MIN_M each
+is timed once on the caller's buffers and the fastest is kept, smaller GEMMs take the heuristic's first. The winner's rank in the heuristic's list is cached on disk per
 device (cache_root()/gemm/*.json); later processes ask the heuristic again and take that rank without timing.
 """
 
@@ -26,6 +26,10 @@ from .memory import DeviceBuffer
 
 WORKSPACE_BYTES = 32 << 20  # split-K and stream-K kernels need scratch; 32 MiB covers them on both vendors
 REQUESTED_ALGOS = 64
+# Below this many rows the weights dominate and stream from memory in a real forward pass, while the
+# tuning loop re-reads them from L2: timing there picks worse algorithms than the heuristic (measured
+# on H100 at batches 1 and 16), so small GEMMs take the heuristic's first choice.
+TUNE_MIN_M = 4096
 ALIGN = 16  # bytes; every operand pointer must be aligned to this
 EPILOGUES = {  # (act, has_bias) -> hipblasLtEpilogue_t member
     ("none", False): "HIPBLASLT_EPILOGUE_DEFAULT",
@@ -184,11 +188,12 @@ class Gemm:
                 plan.destroy()
                 raise GemmError("hipBLASLt found no algorithm", m, n, k, dtype)
             tag = f"{m},{n},{k},{dtype},{act},{int(has_bias)}"
-            cached = self._load_cache().get(tag) if self.tune else None  # tuning off: the heuristic's pick
+            tuned = self.tune and m >= TUNE_MIN_M
+            cached = self._load_cache().get(tag) if tuned else None  # not tuned: the heuristic's pick
             if cached and cached.get("count") == len(cands) and 0 <= cached.get("rank", -1) < len(cands):
                 rank = int(cached["rank"])
                 plan.algo_ms = cached.get("ms")
-            elif self.tune and len(cands) > 1:
+            elif tuned and len(cands) > 1:
                 plan.set_bias(bias)
                 rank, plan.algo_ms = self._tune(plan, cands, x, w, y, stream, workspace)
                 plan.candidates = len(cands)

@@ -57,6 +57,7 @@ _fast_log = sc.fast_log_f64  # lc0 grows cpuct with its FastLog
 PUCT_TABLE_SIZE = 1 << 16
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _NEG_INF = float("-inf")
+_INT_MAX = 2**31 - 1
 
 
 @dataclass
@@ -70,7 +71,11 @@ class SearchParams:
     fpu_absolute: bool = False
     policy_temperature: float = 1.359
     minibatch_size: int = 0  # 0: the backend's suggestion (see `suggested_minibatch`)
-    max_collisions: int = 0  # 0: minibatch_size
+    max_collision_visits: int = 80000  # lc0's MaxCollisionVisits and its scaling with the root's visits
+    max_collision_visits_scaling_start: int = 28
+    max_collision_visits_scaling_end: int = 145000
+    max_collision_visits_scaling_power: float = 1.25
+    exact_node_limit: bool = True  # never gather past `go nodes` (lc0 may overshoot by up to a batch)
     smart_pruning_factor: float = 1.33
     two_fold_draws: bool = True
     sticky_endgames: bool = True
@@ -90,6 +95,18 @@ def suggested_minibatch(backend: Backend) -> int:
     if not preferred:
         preferred = 16 if getattr(backend, "name", "") == "cpu" else 128
     return max(1, min(int(preferred), backend.max_batch))
+
+
+def collision_budget(nodes: float, params: SearchParams) -> int:
+    """lc0's CalculateCollisionsLeft: visits a gathering may lose to collisions, growing with the
+    root's visits (`nodes`) from 1 (up to ScalingStart) to MaxCollisionVisits (from ScalingEnd)."""
+    start, end = params.max_collision_visits_scaling_start, params.max_collision_visits_scaling_end
+    if nodes >= end:
+        return params.max_collision_visits
+    if nodes <= start:
+        return 1
+    ratio = ((nodes - start) / (end - start)) ** params.max_collision_visits_scaling_power
+    return int(math.floor(1 + (params.max_collision_visits - 1) * ratio + 0.5))
 
 
 def has_mating_material(board: chess.Board) -> bool:
@@ -342,8 +359,7 @@ class Search:
         self.score_type = score_type
         mb = params.minibatch_size or suggested_minibatch(evaluator.backend)
         self.minibatch = max(1, min(mb, evaluator.backend.max_batch))
-        self.max_collisions = params.max_collisions or self.minibatch
-        self._collided: Optional[list] = None
+        self._max_limit = _INT_MAX
         self._puct_table: list[float] = []  # _puct(n) by n, filled as visits grow
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
@@ -419,7 +435,16 @@ class Search:
             self._pending = self._next = None
 
     def _loop(self) -> None:
+        pipeline = self.params.pipeline
         while not self._stop.is_set():
+            if not pipeline and self.playouts > 0:
+                # lc0's order without pipelining: gather, evaluate, back up, then ask the stoppers, so
+                # that no further gathering (and its out-of-order visits) happens after the last batch
+                stop = self._check_stop()
+                if stop or self._stop.is_set():
+                    if self._hold_until_stop_or_ponderhit(stop):
+                        continue
+                    return
             if self._pending is not None and not self._pending.future.done():
                 self.gathers_while_evaluating += 1
             self._next = self._gather()
@@ -429,20 +454,17 @@ class Search:
                     return
                 self._apply(self._pending, out)
                 self._pending = None
-            stop = self._check_stop()
+            stop = self._check_stop() if pipeline or self.root.n == 0 else ""
             if stop or self._stop.is_set():
                 self._revert_batch(self._next)
                 self._next = None
-                if stop and self.limits.hold_bestmove and not self._stop.is_set():
-                    # go infinite / ponder: bestmove only after `stop` or a ponderhit that ends it
-                    self._send_info()
-                    if self._wait_for_stop_or_ponderhit():
-                        continue
+                if self._hold_until_stop_or_ponderhit(stop):
+                    continue
                 return
             if len(self._next):
                 self._next.future = self.ev.submit(self._next.planes())
                 self._pending, self._next = self._next, None
-                if not self.params.pipeline:
+                if not pipeline:
                     out = self._wait_for(self._pending)
                     if out is None:
                         return
@@ -451,6 +473,14 @@ class Search:
             elif self.in_flight == 0 and self.root.n == 0:
                 time.sleep(0.001)  # nothing to do yet (cannot normally happen)
             self._maybe_send_info()
+
+    def _hold_until_stop_or_ponderhit(self, stop: str) -> bool:
+        """The stoppers said stop: for go infinite / ponder the bestmove waits for `stop` or a
+        ponderhit (True: a ponderhit gave new limits, search on); otherwise False (finish)."""
+        if stop and self.limits.hold_bestmove and not self._stop.is_set():
+            self._send_info()
+            return self._wait_for_stop_or_ponderhit()
+        return False
 
     def _wait_for_stop_or_ponderhit(self) -> bool:
         """Idle until `stop` (False) or a `ponderhit` that gives new limits (True: search on)."""
@@ -479,37 +509,75 @@ class Search:
 
     # ---- gathering
     def _gather(self) -> _Batch:
-        """Pick leaves until the batch is full, as lc0's GatherMinibatch: visits that need no network
-        (terminal nodes, cache hits) are backed up at once and end the gathering after
-        MaxOutOfOrderEvalsFactor (2.4) x MinibatchSize of them; a descent that runs into a leaf
-        already waiting for the network (a collision) keeps its virtual loss until the batch is
-        complete, so the next descents spread out, and enough collisions end the gathering."""
-        cap = min(self.minibatch, self.limits.nodes - self.root.n - self.in_flight)
+        """Fill a batch as lc0's GatherMinibatch does: repeated multi-visit picks (`_pick_nodes`), each
+        sending up to min(collisions left, room in the batch, out-of-order budget) visits down the tree
+        at once. A picked leaf is extended: terminal positions and NN-cache hits are evaluated out of
+        order (backed up right after the pick, newest first; if there were any, that pick's collisions
+        are taken back) and end the gathering after MaxOutOfOrderEvalsFactor (2.4) x MinibatchSize of
+        them; the rest go to the batch. Visits that run into a leaf already waiting for the network
+        (collisions) keep their virtual loss until the batch is complete, so later picks spread out;
+        the collision budget (1 visit up to 28 root visits, growing to 80000 at 145000, lc0's
+        MaxCollisionVisits scaling) ends the gathering when spent."""
+        root = self.root
+        cap = self.minibatch
+        if self.params.exact_node_limit:
+            cap = min(cap, self.limits.nodes - root.n - self.in_flight)
         batch = _Batch(max(cap, 1))
         if cap <= 0:
             return batch
         self._prepare_root_pruning()
         max_ooo = max(1, int(MAX_OUT_OF_ORDER_FACTOR * self.minibatch))
-        collided: list[Node] = []
-        self._collided = collided
+        params = self.params
+        collisions_left = collision_budget(min(root.n, self.remaining_playouts), params)
+        kept: list = []  # collisions holding their virtual loss: [node, visits]
         ooo = 0
-        collisions = 0
         stop = self._stop
         try:
             while len(batch.nodes) < cap and ooo < max_ooo and not stop.is_set():
-                r = self._pick(batch)
+                picks = self._pick_nodes(min(collisions_left, cap - len(batch.nodes), max_ooo - ooo))
                 self.descents += 1
-                if r < 0:
-                    self.collisions += 1
-                    collisions += 1
-                    if collisions >= self.max_collisions:
+                deferred: list = []
+                for item in picks:
+                    if item[2] == 0:  # a visit
+                        node = item[0]
+                        if node.n == 0 and not node.terminal:
+                            self._extend(node, item[1], batch, deferred)
+                        else:  # a terminal node visited again
+                            deferred.append((node, item[1], None))
+                if deferred:
+                    # lc0 takes back all of this pick's collisions and backs the out-of-order visits up
+                    # newest first
+                    for item in picks:
+                        if item[2] > 0:
+                            self._cancel_path(item[0].parent, item[2])
+                    for node, depth, entry in reversed(deferred):
+                        if entry is None:
+                            self._complete_visit(node, depth)
+                        else:
+                            self._backup(node, -entry.q, entry.d, entry.m, depth)
+                    ooo += len(deferred)
+                    continue
+                done = False
+                for item in picks:
+                    visits = item[2]
+                    if visits == 0:
+                        continue
+                    extra_max = item[3]
+                    if extra_max > 0 and collisions_left > visits:  # grow it to end the gathering sooner
+                        extra = min(extra_max, collisions_left) - visits
+                        self._cancel_path(item[0].parent, -extra)
+                        visits += extra
+                    kept.append((item[0], visits))
+                    self.collisions += visits
+                    collisions_left -= visits
+                    if collisions_left <= 0 or stop.is_set():
+                        done = True
                         break
-                elif r == 0:
-                    ooo += 1
+                if done:
+                    break
         finally:
-            for node in collided:
-                self._cancel_path(node)
-            self._collided = None
+            for node, visits in kept:
+                self._cancel_path(node.parent, visits)
         return batch
 
     def _prepare_root_pruning(self) -> None:
@@ -521,38 +589,125 @@ class Search:
         best = self._best_edges(root, 1, root_level=True)
         self._root_best_index = best[0] if best else -1
 
-    def _pick(self, batch: _Batch) -> int:
-        """One descent. Returns 1 (leaf added to batch), 0 (visit completed at once), -1 (collision).
+    def _pick_nodes(self, limit: int) -> list:
+        """lc0's PickNodesToExtendTask from the root for `limit` visits: a list of (node, depth, 0, 0)
+        for a visit to a leaf (a node never visited, or a terminal one) and (node, depth, k, max) for
+        k visits that collided with a leaf already in flight (max > 0: may grow to that many)."""
+        out: list = []
+        root = self.root
+        self._max_limit = _INT_MAX
+        if root.n == 0 or root.terminal:
+            cur = limit
+            if not (root.n == 0 and root.n_in_flight > 0):
+                root.n_in_flight += 1
+                cur -= 1
+                out.append((root, 1, 0, 0))
+            if cur > 0:
+                out.append((root, 1, cur, _INT_MAX if cur == limit else 0))
+            return out
+        root.n_in_flight += limit
+        self._pick_level(root, limit, 1, True, limit, out)
+        return out
 
-        Selection needs no board; only a leaf that is expanded gets one (`_board_at`)."""
-        node = self.root
-        depth = 1
-        if node.n == 0 and node.n_in_flight > 0:
-            return -1  # the root itself is being evaluated
-        node.n_in_flight += 1
-        while True:
-            if node.n == 0:
-                return self._extend(node, depth, batch)
-            if node.terminal:
-                self._complete_visit(node, depth)
-                return 0
-            i = self._select(node, node is self.root)
-            child = node.children[i]
+    def _pick_level(self, node: Node, cur_limit: int, depth: int, is_root: bool, collision_limit: int,
+                    out: list) -> None:
+        """Distribute `cur_limit` visits over the children of an expanded non-terminal `node` by PUCT
+        (each child gets visits until another child would score higher), then recurse into them."""
+        p = node.p
+        children = node.children
+        params = self.params
+        skip = self._root_skip_set() if is_root else None
+        num = len(p)
+        max_needed = num if (is_root and self.root_filter) else min(num, node.n + node.n_in_flight + cur_limit + 2)
+        vp = node.vp
+        if vp is None:  # sum of the priors of visited children, cached until one gets its first visit
+            vp = 0.0
+            for c in children:
+                if c is not None and c.n > 0:
+                    vp += p[c.index]
+            node.vp = vp
+        fpu = params.fpu_value if params.fpu_absolute else -node.wl - params.fpu_value * math.sqrt(vp)
+        n = node.n
+        table = self._puct_table
+        puct = table[n] if n < len(table) else self._puct(n)
+        m_on = self.mlh_enabled and abs(node.wl) > params.moves_left_threshold
+        util = [fpu] * max_needed
+        started = [0] * max_needed
+        for i in range(max_needed):
+            c = children[i]
+            if c is not None:
+                nv = c.n
+                started[i] = nv + c.n_in_flight
+                if nv > 0:
+                    q = c.wl
+                    util[i] = q + self._m_utility(node, c, q) if m_on else q
+        score = [p[i] * puct / (1 + started[i]) + util[i] for i in range(max_needed)]
+        vtp = [0] * max_needed
+        while cur_limit > 0:
+            best = second = _NEG_INF
+            best_i = -1
+            has_second = False
+            best_util = _NEG_INF
+            can_exit = False
+            for i in range(max_needed):
+                if skip is not None and i in skip:
+                    continue
+                sc_i = score[i]
+                if sc_i > best:
+                    if best_i >= 0:
+                        has_second = True
+                    second = best
+                    best = sc_i
+                    best_i = i
+                    best_util = util[i]
+                elif sc_i > second:
+                    second = sc_i
+                    has_second = True
+                if can_exit:
+                    break
+                if started[i] == 0:
+                    can_exit = True  # one more edge gives the second best: priors are sorted
+            if best_i < 0:
+                break  # every edge pruned (cannot happen: the best root move is never pruned)
+            if has_second:
+                estimate = _INT_MAX
+                if best_util < second:
+                    x = p[best_i] * puct / (second - best_util) - (started[best_i] + 1) + 1
+                    estimate = int(max(1.0, min(x, 1e9)))
+                if estimate < self._max_limit:
+                    self._max_limit = estimate
+                new_visits = cur_limit if cur_limit < estimate else estimate
+            else:
+                new_visits = cur_limit
+            vtp[best_i] += new_visits
+            cur_limit -= new_visits
+            child = children[best_i]
             if child is None:
-                child = Node(node, i)
-                node.children[i] = child
+                child = Node(node, best_i)
+                children[best_i] = child
             elif child.terminal == TWO_FOLD and depth < child.m:
                 self._revert_two_fold(child, depth)
             if child.n == 0 and child.n_in_flight > 0:
-                # collision: the path keeps its virtual loss until the gathering ends
-                if self._collided is not None:
-                    self._collided.append(node)
-                else:
-                    self._cancel_path(node)
-                return -1
+                continue  # collision: these visits wait at the child (below)
             child.n_in_flight += 1
-            node = child
-            depth += 1
+            started[best_i] += 1
+            new_visits -= 1
+            if child.n > 0 and not child.terminal:
+                child.n_in_flight += new_visits
+                started[best_i] += new_visits
+            else:
+                vtp[best_i] -= 1
+                out.append((child, depth + 1, 0, 0))
+            score[best_i] = p[best_i] * puct / (1 + started[best_i]) + util[best_i]
+        for i in range(max_needed):
+            k = vtp[i]
+            if k > 0:
+                child = children[i]
+                if child.n == 0 or child.terminal:
+                    mx = self._max_limit if (k == collision_limit and self._max_limit > k) else 0
+                    out.append((child, depth + 1, k, mx))
+                else:
+                    self._pick_level(child, k, depth + 1, False, collision_limit, out)
 
     def _board_at(self, node: Node) -> chess.Board:
         """A fresh board of `node`'s position: the nearest ancestor's cached board (or the root's)
@@ -569,70 +724,6 @@ class Search:
             if m is not node and m.n >= BOARD_CACHE_VISITS:
                 m.board = board.copy(stack=False)
         return board
-
-    def _select(self, node: Node, is_root: bool) -> int:
-        """Index of the child with the highest PUCT score (lc0's order: first of equal scores; the
-        scan stops after the first edge without visits, as every later one has a smaller prior)."""
-        p = node.p
-        children = node.children
-        params = self.params
-        vp = node.vp
-        if vp is None:  # sum of the priors of visited children, cached until one gets its first visit
-            vp = 0.0
-            for c in children:
-                if c is not None and c.n > 0:
-                    vp += p[c.index]
-            node.vp = vp
-        fpu = params.fpu_value if params.fpu_absolute else -node.wl - params.fpu_value * math.sqrt(vp)
-        n = node.n
-        table = self._puct_table
-        puct = table[n] if n < len(table) else self._puct(n)
-        m_on = self.mlh_enabled and abs(node.wl) > params.moves_left_threshold
-        filt = self._root_skip_set() if is_root else None
-        if filt is None and not m_on:
-            best = _NEG_INF
-            best_i = 0
-            i = 0
-            for c in children:
-                if c is None:
-                    if p[i] * puct + fpu > best:
-                        best_i = i
-                    return best_i
-                nv = c.n
-                ns = nv + c.n_in_flight
-                s = p[i] * puct / (1 + ns) + (c.wl if nv > 0 else fpu)
-                if s > best:
-                    best = s
-                    best_i = i
-                if ns == 0:
-                    return best_i
-                i += 1
-            return best_i
-        best = _NEG_INF
-        best_i = 0
-        for i in range(len(p)):
-            c = children[i]
-            if c is None:
-                ns = 0
-                q = fpu
-            else:
-                nv = c.n
-                ns = nv + c.n_in_flight
-                if nv > 0:
-                    q = c.wl
-                    if m_on:
-                        q += self._m_utility(node, c, q)
-                else:
-                    q = fpu
-            if filt is not None and i in filt:
-                continue
-            s = p[i] * puct / (1 + ns) + q
-            if s > best:
-                best = s
-                best_i = i
-            if ns == 0:
-                break
-        return best_i
 
     def _puct(self, n: int) -> float:
         """cpuct(N) * sqrt(children visits) of a node with N visits; fills `_puct_table` up to N
@@ -681,8 +772,10 @@ class Search:
         return m * (params.moves_left_constant_factor + params.moves_left_scaled_factor * abs(q)
                     + params.moves_left_quadratic_factor * q * q)
 
-    def _extend(self, node: Node, depth: int, batch: _Batch) -> int:
-        """First visit of `node`: terminal check, NN cache, or a place in the batch."""
+    def _extend(self, node: Node, depth: int, batch: _Batch, deferred: Optional[list] = None) -> int:
+        """First visit of `node`: terminal check, NN cache, or a place in the batch (1). A terminal
+        position or a cache hit is backed up at once (0), or, given `deferred`, appended there as
+        (node, depth, cache entry or None) for the caller to back up."""
         is_root = node is self.root
         if self._bitboards:
             state = node.state
@@ -697,15 +790,13 @@ class Search:
             codes, check = board_codes(board)
         if not codes:
             node.make_terminal(WIN if check else DRAW)
-            self._complete_visit(node, depth)
-            return 0
+            return self._terminal_visit(node, depth, deferred)
         if not is_root:
             result = self._draw_by_rule(state, depth)
             if result is not None:
                 plies, kind = result
                 node.make_terminal(DRAW, plies, kind)
-                self._complete_visit(node, depth)
-                return 0
+                return self._terminal_visit(node, depth, deferred)
         j = len(batch.nodes)
         masks = batch.masks[j]
         values = batch.values[j]
@@ -718,7 +809,7 @@ class Search:
             key = _position_key(state, ev.cache_history_length)
             entry = ev.lookup(key)
             if entry is not None:
-                return self._cache_hit(node, codes, entry, depth)
+                return self._cache_hit(node, codes, entry, depth, deferred)
             t = encode_position_into(hist, ev.input_format, masks, values, ev.fill)
         else:
             t = encode_position_into(hist, ev.input_format, masks, values, ev.fill)
@@ -728,7 +819,7 @@ class Search:
             if entry is not None:
                 masks[:] = 0
                 values[:] = 1
-                return self._cache_hit(node, codes, entry, depth)
+                return self._cache_hit(node, codes, entry, depth, deferred)
         batch.transforms[j] = t
         batch.nodes.append(node)
         batch.codes.append(codes)
@@ -738,10 +829,20 @@ class Search:
         self.in_flight += 1
         return 1
 
-    def _cache_hit(self, node: Node, codes: list, entry: CacheEntry, depth: int) -> int:
+    def _cache_hit(self, node: Node, codes: list, entry: CacheEntry, depth: int, deferred: Optional[list]) -> int:
         self._expand(node, codes, entry)
         self.cache_hits += 1
-        self._backup(node, -entry.q, entry.d, entry.m, depth)
+        if deferred is None:
+            self._backup(node, -entry.q, entry.d, entry.m, depth)
+        else:
+            deferred.append((node, depth, entry))
+        return 0
+
+    def _terminal_visit(self, node: Node, depth: int, deferred: Optional[list]) -> int:
+        if deferred is None:
+            self._complete_visit(node, depth)
+        else:
+            deferred.append((node, depth, None))
         return 0
 
     def _draw_by_rule(self, state: PositionState, depth: int):
@@ -767,9 +868,10 @@ class Search:
         """A visit that needs no network (terminal node): back it up now."""
         self._backup(node, node.wl, node.d, node.m, depth)
 
-    def _cancel_path(self, node: Optional[Node]) -> None:
+    def _cancel_path(self, node: Optional[Node], visits: int = 1) -> None:
+        """Take `visits` visits in flight back from `node` and its ancestors (negative: add them)."""
         while node is not None:
-            node.n_in_flight -= 1
+            node.n_in_flight -= visits
             node = node.parent
 
     def _revert_batch(self, batch: Optional[_Batch]) -> None:

@@ -81,17 +81,20 @@ def test_gemm_epilogues(gpu, gemm, act, with_bias, dtype):
 
 
 def test_gemm_algo_choice_is_cached_on_disk(gpu, gemm):
-    from lc0_rocm.gpu.gemm import Gemm
+    from lc0_rocm.gpu.gemm import TUNE_MIN_M, Gemm
 
-    _run(gpu, gemm, 64, 768, 768, "f16")  # made (and tuned, if there was a choice) above or here
-    candidates, ms = gemm.plan_info(64, 768, 768, "f16")
+    m = TUNE_MIN_M  # tuned (smaller GEMMs take the heuristic's first choice)
+    _run(gpu, gemm, m, 768, 768, "f16", check_rows=512)  # made (and tuned, if there was a choice) here
+    candidates, ms = gemm.plan_info(m, 768, 768, "f16")
     fresh = Gemm(gpu)  # another process start: same disk cache
     try:
-        assert _run(gpu, fresh, 64, 768, 768, "f16") <= LIMIT["f16"]
-        again, ms_again = fresh.plan_info(64, 768, 768, "f16")
+        assert _run(gpu, fresh, m, 768, 768, "f16", check_rows=512) <= LIMIT["f16"]
+        again, ms_again = fresh.plan_info(m, 768, 768, "f16")
         assert again == 0, "the second start re-timed candidates instead of reading the cache"
         if candidates:
             assert ms_again == ms
+        _run(gpu, fresh, 64, 768, 768, "f16")
+        assert fresh.plan_info(64, 768, 768, "f16") == (0, None), "a small GEMM was tuned"
     finally:
         fresh.close()
 
