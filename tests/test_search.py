@@ -89,11 +89,11 @@ PARITY = [
 _STATS = re.compile(r"^info string (\S+)\s+\((\d+)\s*\) N:\s+(\d+) .*\(P:\s+([\d.]+)%\) \(WL:\s+(\S+)\)")
 
 
-def _lc0_verbose(weights, cases):
+def _lc0_verbose(weights, cases, minibatch=1):
     p = subprocess.Popen(["lc0", f"--weights={weights}", "--backend=eigen"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
     send = lambda s: (p.stdin.write(s + "\n"), p.stdin.flush())  # noqa: E731
-    for opt in ("VerboseMoveStats value true", "Threads value 1", "MinibatchSize value 1",
+    for opt in ("VerboseMoveStats value true", "Threads value 1", f"MinibatchSize value {minibatch}",
                 "MaxPrefetch value 0", "SmartPruningFactor value 0"):
         send("setoption name " + opt)
     results = []
@@ -106,14 +106,18 @@ def _lc0_verbose(weights, cases):
             send(f"position {pos}")
             send(f"go nodes {n}")
             lines = []
+            nodes = 0
             while True:
                 line = p.stdout.readline()
                 assert line, "lc0 exited"
                 if line.startswith("bestmove"):
-                    results.append((lines, line.split()[1]))
+                    results.append((lines, line.split()[1], nodes))
                     break
                 if line.startswith("info string"):
                     lines.append(line.rstrip("\n"))
+                elif line.startswith("info") and " nodes " in line:
+                    words = line.split()
+                    nodes = int(words[words.index("nodes") + 1])
         send("quit")
         p.wait(timeout=30)
     finally:
@@ -141,7 +145,7 @@ def test_search_matches_lc0_visit_for_visit():
     ev = evaluator(MAIA, cache_history_length=0)
     params = SearchParams(minibatch_size=1, pipeline=False, smart_pruning_factor=0)
     exact = 0
-    for (fen, moves, n), (lc0_lines, lc0_best) in zip(PARITY, lc0):
+    for (fen, moves, n), (lc0_lines, lc0_best, _) in zip(PARITY, lc0):
         ev.cache.clear()
         s = search(ev, fen, moves, nodes=n, params=params, verbose_stats=True)
         ours = _parse(s.verbose_stats_lines())
@@ -160,11 +164,43 @@ def test_search_matches_lc0_visit_for_visit():
     assert exact >= len(PARITY) - 1  # all but at most one position: identical visit counts
 
 
+PARITY_BATCHED = [
+    (None, ["e2e4"], 200),
+    ("kbK5/pp6/1P6/8/8/8/8/R7 w - - 0 1", [], 400),  # terminals: out-of-order visits in batches
+    ("8/8/8/4k3/8/8/3QK3/8 w - - 0 1", [], 400),
+    ("r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4", [], 600),  # a mate in one
+]
+
+
+@pytest.mark.oracle
+def test_batched_gathering_matches_lc0_visit_for_visit():
+    """MinibatchSize 16: lc0's multi-visit picking, collision budget and out-of-order evaluation give
+    the same tree (and, without the exact node limit, lc0's overshoot past `go nodes`)."""
+    if shutil.which("lc0") is None or not MAIA.exists():
+        pytest.skip("needs the lc0 binary and maia-1900")
+    lc0 = _lc0_verbose(MAIA, PARITY_BATCHED, minibatch=16)
+    ev = evaluator(MAIA, cache_history_length=0)
+    params = SearchParams(minibatch_size=16, pipeline=False, smart_pruning_factor=0, exact_node_limit=False)
+    exact = 0
+    for (fen, moves, n), (lc0_lines, lc0_best, lc0_nodes) in zip(PARITY_BATCHED, lc0):
+        ev.cache.clear()
+        s = search(ev, fen, moves, nodes=n, params=params, verbose_stats=True)
+        ours, theirs = _parse(s.verbose_stats_lines()), _parse(lc0_lines)
+        assert set(ours) == set(theirs)
+        moved = sum(abs(ours[mv][0] - theirs[mv][0]) for mv in theirs)
+        assert moved <= 2 * max(1, n // 100), (fen, moves, moved)
+        assert abs(s.root.n - lc0_nodes) <= max(1, n // 100), (fen, moves, s.root.n, lc0_nodes)
+        assert s.batches < n // 4  # batches, not single visits
+        exact += moved == 0 and s.root.n == lc0_nodes
+        assert s.bestmove.uci() == lc0_best
+    assert exact >= len(PARITY_BATCHED) - 1
+
+
 @pytest.mark.oracle
 def test_verbose_stats_text_is_lc0s():
     if shutil.which("lc0") is None or not MAIA.exists():
         pytest.skip("needs the lc0 binary and maia-1900")
-    (lc0_lines, _), = _lc0_verbose(MAIA, [(None, ["e2e4"], 200)])
+    (lc0_lines, _, _), = _lc0_verbose(MAIA, [(None, ["e2e4"], 200)])
     ev = evaluator(MAIA, cache_history_length=0)
     s = search(ev, None, ["e2e4"], nodes=200, params=SearchParams(minibatch_size=1, pipeline=False,
                                                                   smart_pruning_factor=0))

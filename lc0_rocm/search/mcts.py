@@ -1,11 +1,16 @@
 """PUCT Monte-Carlo tree search as lc0's classic search does it, on any `Backend`.
 
 One `Search` runs one `go`: in its own thread it repeats
-  1. gather a minibatch of leaves: descend from the root by PUCT, adding a visit "in flight" on the
-     way (virtual loss), until MinibatchSize new positions wait for the network; terminal positions
-     and NN-cache hits are backed up at once;
-  2. while the backend (on the `NNEvaluator`'s worker thread) evaluates that batch, gather the next
-     one; then expand the evaluated leaves and back their values up to the root;
+  1. gather a minibatch of leaves as lc0 0.32 does (GatherMinibatch / PickNodesToExtendTask): each
+     pick sends several visits down from the root at once, every node handing its share to the
+     child with the best PUCT score until another child would overtake it, adding the visits "in
+     flight" on the way (virtual loss); visits that reach a leaf already waiting for the network
+     are collisions (a budget that grows with the root's visits ends the gathering); terminal
+     positions and NN-cache hits are evaluated out of order; with the same settings the tree is
+     lc0's visit for visit (tests/test_search.py, MinibatchSize 1 and 16);
+  2. while the backend evaluates that batch (an asynchronous backend such as the GPU through
+     submit/collect, a synchronous one on the `NNEvaluator`'s worker thread), gather the next one;
+     then expand the evaluated leaves and back their values up to the root;
   3. ask the `Stopper` (time, nodes, depth, smart pruning) whether to stop; send `info` lines.
 
 PUCT (lc0 defaults): a child's score is Q + U with U = cpuct(N) * sqrt(N_children) * P / (1 + n),
@@ -14,6 +19,9 @@ first-play-urgency value parent_Q - FpuValue * sqrt(sum of visited priors). Prio
 softmax over the legal moves with PolicyTemperature (lc0's FastExp), stored with lc0's 16-bit
 rounding and sorted high to low. With a moves-left head, lc0's M utility (prefer short wins, long
 losses) is added once |Q| > 0.8.
+
+Leaves need no python-chess board: positions are `PositionState` bitboards and legal moves come
+from `movegen` (python-chess's order, checked against it); Chess960 keeps python-chess boards.
 
 Terminal positions follow lc0's ExtendNode: checkmate and stalemate everywhere; below the root also
 insufficient material, the 50-move rule, a threefold repetition, and a two-fold repetition whose
@@ -612,13 +620,93 @@ class Search:
     def _pick_level(self, node: Node, cur_limit: int, depth: int, is_root: bool, collision_limit: int,
                     out: list) -> None:
         """Distribute `cur_limit` visits over the children of an expanded non-terminal `node` by PUCT
-        (each child gets visits until another child would score higher), then recurse into them."""
+        (each child gets visits until another child would score higher), then recurse into them.
+        A single visit takes the fast path: a plain descent (same choices, no bookkeeping lists)."""
+        params = self.params
+        fpu_value = params.fpu_value
+        fpu_absolute = params.fpu_absolute
+        mlh = self.mlh_enabled
+        m_threshold = params.moves_left_threshold
+        table = self._puct_table
+        skip = self._root_skip_set() if is_root else None
+        while cur_limit == 1:
+            p = node.p
+            children = node.children
+            vp = node.vp
+            if vp is None:
+                vp = 0.0
+                for c in children:
+                    if c is not None and c.n > 0:
+                        vp += p[c.index]
+                node.vp = vp
+            fpu = fpu_value if fpu_absolute else -node.wl - fpu_value * math.sqrt(vp)
+            n = node.n
+            puct = table[n] if n < len(table) else self._puct(n)
+            m_on = mlh and abs(node.wl) > m_threshold
+            num = len(p)
+            max_needed = num if (skip is not None and self.root_filter) else min(num, n + node.n_in_flight + 3)
+            best = second = _NEG_INF
+            best_i = -1
+            has_second = False
+            best_util = best_started = 0
+            can_exit = False
+            for i in range(max_needed):
+                if skip is not None and i in skip:
+                    continue
+                c = children[i]
+                if c is None:
+                    ns = 0
+                    u = fpu
+                else:
+                    nv = c.n
+                    ns = nv + c.n_in_flight
+                    if nv > 0:
+                        u = c.wl
+                        if m_on:
+                            u += self._m_utility(node, c, u)
+                    else:
+                        u = fpu
+                sc_i = p[i] * puct / (1 + ns) + u
+                if sc_i > best:
+                    if best_i >= 0:
+                        has_second = True
+                    second = best
+                    best = sc_i
+                    best_i = i
+                    best_util = u
+                    best_started = ns
+                elif sc_i > second:
+                    second = sc_i
+                    has_second = True
+                if can_exit:
+                    break
+                if ns == 0:
+                    can_exit = True
+            if best_i < 0:
+                return
+            if has_second and best_util < second:
+                estimate = int(max(1.0, min(p[best_i] * puct / (second - best_util) - (best_started + 1) + 1, 1e9)))
+                if estimate < self._max_limit:
+                    self._max_limit = estimate
+            child = children[best_i]
+            if child is None:
+                child = Node(node, best_i)
+                children[best_i] = child
+            elif child.terminal == TWO_FOLD and depth < child.m:
+                self._revert_two_fold(child, depth)
+            depth += 1
+            if child.n == 0 and child.n_in_flight > 0:  # collision
+                mx = self._max_limit if (collision_limit == 1 and self._max_limit > 1) else 0
+                out.append((child, depth, 1, mx))
+                return
+            child.n_in_flight += 1
+            if child.n == 0 or child.terminal:
+                out.append((child, depth, 0, 0))
+                return
+            node = child
+            skip = None
         p = node.p
         children = node.children
-        params = self.params
-        skip = self._root_skip_set() if is_root else None
-        num = len(p)
-        max_needed = num if (is_root and self.root_filter) else min(num, node.n + node.n_in_flight + cur_limit + 2)
         vp = node.vp
         if vp is None:  # sum of the priors of visited children, cached until one gets its first visit
             vp = 0.0
@@ -626,22 +714,28 @@ class Search:
                 if c is not None and c.n > 0:
                     vp += p[c.index]
             node.vp = vp
-        fpu = params.fpu_value if params.fpu_absolute else -node.wl - params.fpu_value * math.sqrt(vp)
+        fpu = fpu_value if fpu_absolute else -node.wl - fpu_value * math.sqrt(vp)
         n = node.n
-        table = self._puct_table
         puct = table[n] if n < len(table) else self._puct(n)
-        m_on = self.mlh_enabled and abs(node.wl) > params.moves_left_threshold
+        m_on = mlh and abs(node.wl) > m_threshold
+        num = len(p)
+        max_needed = num if (skip is not None and self.root_filter) else min(num, n + node.n_in_flight + cur_limit + 2)
         util = [fpu] * max_needed
         started = [0] * max_needed
+        score = [0.0] * max_needed
         for i in range(max_needed):
             c = children[i]
             if c is not None:
                 nv = c.n
-                started[i] = nv + c.n_in_flight
+                ns = started[i] = nv + c.n_in_flight
                 if nv > 0:
                     q = c.wl
-                    util[i] = q + self._m_utility(node, c, q) if m_on else q
-        score = [p[i] * puct / (1 + started[i]) + util[i] for i in range(max_needed)]
+                    u = util[i] = q + self._m_utility(node, c, q) if m_on else q
+                    score[i] = p[i] * puct / (1 + ns) + u
+                    continue
+                score[i] = p[i] * puct / (1 + ns) + fpu
+            else:
+                score[i] = p[i] * puct + fpu
         vtp = [0] * max_needed
         while cur_limit > 0:
             best = second = _NEG_INF
