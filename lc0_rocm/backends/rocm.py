@@ -147,7 +147,9 @@ class RocmBackend(Backend):
 
     @property
     def max_batch(self) -> int:
-        return self._max_batch
+        """Positions per pass: max_batch per device, times the devices of a multi-GPU backend."""
+        net = self.network
+        return net.max_batch if net is not None else self._max_batch
 
     def _net(self):
         net = self.network

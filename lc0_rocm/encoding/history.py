@@ -65,7 +65,7 @@ class PositionState:
         self.prev: Optional[PositionState] = prev
         self.index = 0 if prev is None else prev.index + 1
         self.key = (bbs, black_to_move, castling, ep_file)
-        self._frames = [None, None]
+        self._frames = [None, None, None, None]  # frame arrays (white, black ours), then their bytes
         self._is_startpos = is_startpos
         self.repetitions = 0 if prev is None else self._compute_repetitions()
 
@@ -111,15 +111,22 @@ class PositionState:
         a current side to move: ours = black pieces with ranks mirrored if `black_ours`, else white."""
         fr = self._frames[black_ours]
         if fr is None:
+            fr = np.frombuffer(self.frame_bytes(black_ours), dtype=np.uint64)  # read-only
+            self._frames[black_ours] = fr
+        return fr
+
+    def frame_bytes(self, black_ours: bool) -> bytes:
+        """`frame(black_ours)` as 104 little-endian bytes (for encoders that assemble raw rows)."""
+        raw = self._frames[2 + black_ours]
+        if raw is None:
             bb = self.bbs
             rep = MASK64 if self.repetitions >= 1 else 0
             if black_ours:  # big-endian packing reverses the bytes of each mask: ranks mirrored
                 raw = _PACK13_BE.pack(*bb[6:], *bb[:6], rep)
             else:
                 raw = _PACK13.pack(*bb, rep)
-            fr = np.frombuffer(raw, dtype=np.uint64)  # read-only
-            self._frames[black_ours] = fr
-        return fr
+            self._frames[2 + black_ours] = raw
+        return raw
 
 
 class History:

@@ -306,6 +306,8 @@ class GpuNetwork:
             raise ValueError(f"submit: batch of {n} positions, expected 1..{self.max_batch}")
         if self.ctx is None:
             raise GpuError("the GPU network is closed")
+        if self._multi_device:
+            self.device.make_current()  # a new slot's events belong to the current device
         slot = self.pool.acquire()
         try:
             m, v = slot.inputs(n)

@@ -53,6 +53,7 @@ from ..encoding.planes import encode_position_into
 from ..encoding.policy_map import board_move_to_index
 from . import score as sc
 from .movegen import child_state, has_mating_material as state_has_mating_material
+from .fast_encode import encode_row
 from .movegen import MOVES, board_codes, index_tables
 from .movegen import legal_moves as mg_legal_moves
 from .node import DRAW, END_OF_GAME, LOSS, TWO_FOLD, WIN, Node, NodeTree
@@ -63,6 +64,8 @@ SOLID_TREE_THRESHOLD = 100
 BOARD_CACHE_VISITS = 32  # nodes with this many visits keep a board copy (~1 KB) for faster descents  # lc0's SolidTreeThreshold (only visible in VerboseMoveStats)
 _fast_log = sc.fast_log_f64  # lc0 grows cpuct with its FastLog
 PUCT_TABLE_SIZE = 1 << 16
+ROW_BYTES = NUM_PLANES * 8  # one position's masks
+RULE50_PLANE = 109
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _NEG_INF = float("-inf")
 _INT_MAX = 2**31 - 1
@@ -301,7 +304,8 @@ class Pending:
 class _Batch:
     """Leaves waiting for the network: their nodes, legal move codes, side to move, cache keys, planes."""
 
-    __slots__ = ("nodes", "codes", "blacks", "keys", "masks", "values", "transforms", "future", "depths")
+    __slots__ = ("nodes", "codes", "blacks", "keys", "masks", "values", "transforms", "future", "depths",
+                 "mask_bytes")
 
     def __init__(self, capacity: int):
         self.nodes: list[Node] = []
@@ -310,6 +314,7 @@ class _Batch:
         self.keys: list = []
         self.depths: list[int] = []
         self.masks = np.zeros((capacity, NUM_PLANES), dtype=np.uint64)
+        self.mask_bytes = memoryview(self.masks).cast("B")  # rows written as raw bytes (fast_encode)
         self.values = np.ones((capacity, NUM_PLANES), dtype=np.float32)
         self.transforms = np.zeros(capacity, dtype=np.int32)
         self.future: Optional[Pending] = None
@@ -643,8 +648,11 @@ class Search:
             n = node.n
             puct = table[n] if n < len(table) else self._puct(n)
             m_on = mlh and abs(node.wl) > m_threshold
-            num = len(p)
-            max_needed = num if (skip is not None and self.root_filter) else min(num, n + node.n_in_flight + 3)
+            max_needed = len(p)
+            if skip is None or not self.root_filter:
+                k = n + node.n_in_flight + 3
+                if k < max_needed:
+                    max_needed = k
             best = second = _NEG_INF
             best_i = -1
             has_second = False
@@ -685,7 +693,8 @@ class Search:
             if best_i < 0:
                 return
             if has_second and best_util < second:
-                estimate = int(max(1.0, min(p[best_i] * puct / (second - best_util) - (best_started + 1) + 1, 1e9)))
+                x = p[best_i] * puct / (second - best_util) - (best_started + 1) + 1
+                estimate = 1 if x < 1.0 else (int(x) if x < 1e9 else 1000000000)
                 if estimate < self._max_limit:
                     self._max_limit = estimate
             child = children[best_i]
@@ -718,8 +727,11 @@ class Search:
         n = node.n
         puct = table[n] if n < len(table) else self._puct(n)
         m_on = mlh and abs(node.wl) > m_threshold
-        num = len(p)
-        max_needed = num if (skip is not None and self.root_filter) else min(num, n + node.n_in_flight + cur_limit + 2)
+        max_needed = len(p)
+        if skip is None or not self.root_filter:
+            k = n + node.n_in_flight + cur_limit + 2
+            if k < max_needed:
+                max_needed = k
         util = [fpu] * max_needed
         started = [0] * max_needed
         score = [0.0] * max_needed
@@ -767,7 +779,7 @@ class Search:
                 estimate = _INT_MAX
                 if best_util < second:
                     x = p[best_i] * puct / (second - best_util) - (started[best_i] + 1) + 1
-                    estimate = int(max(1.0, min(x, 1e9)))
+                    estimate = 1 if x < 1.0 else (int(x) if x < 1e9 else 1000000000)
                 if estimate < self._max_limit:
                     self._max_limit = estimate
                 new_visits = cur_limit if cur_limit < estimate else estimate
@@ -892,32 +904,44 @@ class Search:
                 node.make_terminal(DRAW, plies, kind)
                 return self._terminal_visit(node, depth, deferred)
         j = len(batch.nodes)
-        masks = batch.masks[j]
-        values = batch.values[j]
-        hist = History.__new__(History)
-        hist.last = state
-        hist.first = self.first_state
-        hist._board = None
         ev = self.ev
+        black = state.black_to_move
+        key = None
         if ev.cache_history_length < 7:
             key = _position_key(state, ev.cache_history_length)
             entry = ev.lookup(key)
             if entry is not None:
                 return self._cache_hit(node, codes, entry, depth, deferred)
+        row = encode_row(state, self.first_state, ev.input_format, ev.fill)
+        if row is not None:
+            raw, rule50, t = row
+            if key is None:  # the whole network input is the key (SipHash of the bytes)
+                key = hash((raw, rule50, black, state.ep_file))
+                entry = ev.lookup(key)
+                if entry is not None:
+                    return self._cache_hit(node, codes, entry, depth, deferred)
+            batch.mask_bytes[j * ROW_BYTES:(j + 1) * ROW_BYTES] = raw
+            if rule50 != 1.0:
+                batch.values[j, RULE50_PLANE] = rule50
+        else:  # the general encoder (V2 formats, synthesized history, pawnless canonical positions)
+            masks = batch.masks[j]
+            values = batch.values[j]
+            hist = History.__new__(History)
+            hist.last = state
+            hist.first = self.first_state
+            hist._board = None
             t = encode_position_into(hist, ev.input_format, masks, values, ev.fill)
-        else:
-            t = encode_position_into(hist, ev.input_format, masks, values, ev.fill)
-            # bytes hash (SipHash) of the whole input: a 64-bit key, collisions negligible
-            key = hash((masks.tobytes(), values.tobytes(), state.black_to_move, state.ep_file))
-            entry = ev.lookup(key)
-            if entry is not None:
-                masks[:] = 0
-                values[:] = 1
-                return self._cache_hit(node, codes, entry, depth, deferred)
+            if key is None:
+                key = hash((masks.tobytes(), float(values[RULE50_PLANE]), black, state.ep_file))
+                entry = ev.lookup(key)
+                if entry is not None:
+                    masks[:] = 0
+                    values[:] = 1
+                    return self._cache_hit(node, codes, entry, depth, deferred)
         batch.transforms[j] = t
         batch.nodes.append(node)
         batch.codes.append(codes)
-        batch.blacks.append(state.black_to_move)
+        batch.blacks.append(black)
         batch.keys.append(key)
         batch.depths.append(depth)
         self.in_flight += 1

@@ -232,3 +232,32 @@ def test_side_stream_and_gemv_paths(gpu, opts):
                 assert np.abs(out.mlh - ref.mlh).max() <= FP32_ATOL, (n, opts)
     finally:
         g.close()
+
+
+def test_two_devices_split_a_batch(gpu):
+    """gpus=0:1 (lc0's demux): each device computes its piece; the joined outputs are the reference's."""
+    from lc0_rocm.backends.factory import create_backend
+    from lc0_rocm.gpu.device import device_count
+    from lc0_rocm.reference import Reference
+
+    if device_count() < 2:
+        pytest.skip("one GPU here")
+    net = _net()
+    planes = _planes(net, 21)
+    ref = Reference(net, np.float64).forward(planes)
+    b = create_backend("rocm", net, "gpus=0:1,max_batch=16")
+    try:
+        assert b.network.max_batch == 32 and len(b.network.runners) == 2
+        for _ in range(3):
+            out, seconds = b.evaluate_timed(planes)  # 11 + 10 positions; eager, then graphs
+            assert seconds > 0
+            assert np.abs(out.policy - ref.policy).max() <= FP32_ATOL
+            assert np.abs(out.q - ref.q).max() <= FP32_ATOL
+        big = _planes(net, 40)  # more than both devices take at once: two rounds
+        want = Reference(net, np.float64).forward(big)
+        assert np.abs(b.evaluate(big).policy - want.policy).max() <= FP32_ATOL
+        h = [b.submit(_planes(net, n, offset=n)) for n in (1, 2, 3)]  # small batches alternate devices
+        for n, hh in zip((1, 2, 3), h):
+            assert b.collect(hh).policy.shape == (n, 1858)
+    finally:
+        b.close()
