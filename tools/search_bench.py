@@ -288,7 +288,7 @@ def mode_replay(args) -> None:
           f"{len(positions)} positions, repeat {args.repeat}")
     print(f"machine: {describe_machine()}")
     run_searches(replay, net, positions, args.nodes, mb)  # warm-up
-    costs, totals = [], []
+    costs, totals, cpu = [], [], []
     profile = None
     if args.profile:
         import cProfile
@@ -298,15 +298,19 @@ def mode_replay(args) -> None:
         replay.seconds = 0.0
         if profile:
             profile.enable()
+        c0 = time.process_time()
         playouts, seconds = run_searches(replay, net, positions, args.nodes, mb)
+        cpu.append(1e6 * (time.process_time() - c0) / playouts)
         if profile:
             profile.disable()
         totals.append(1e6 * seconds / playouts)
         costs.append(1e6 * (seconds - replay.seconds) / playouts)
     med = statistics.median
     print(f"{'playouts per run':<34}{playouts:>10d}")
-    print(f"{'µs per playout (search only)':<34}{med(costs):>10.1f}   (runs: {', '.join(f'{c:.1f}' for c in costs)})")
+    print(f"{'µs per playout (search only)':<34}{med(costs):>10.1f}   (min {min(costs):.1f}; runs: "
+          f"{', '.join(f'{c:.1f}' for c in costs)})")
     print(f"{'µs per playout (with replay)':<34}{med(totals):>10.1f}")
+    print(f"{'CPU µs per playout (with replay)':<34}{med(cpu):>10.1f}   (process CPU time: robust to a busy machine)")
     print(f"{'Python-bound nps':<34}{1e6 / med(costs):>10.0f}")
     print(f"{'batches not in the recording':<34}{replay.misses:>10d}")
     if profile:

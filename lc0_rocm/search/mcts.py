@@ -224,11 +224,12 @@ class NNEvaluator:
         return Pending(backend, None, self._pool.submit(backend.evaluate, planes))
 
     def entries_from_outputs(self, out: NetOutputs, code_lists: list, blacks: list,
-                             transforms: np.ndarray) -> list[CacheEntry]:
+                             transforms: np.ndarray, expand: bool = False):
         """Cache entries for a batch: legal-move softmax, vectorised over the whole batch.
 
         code_lists[j]: the legal move codes (movegen) of position j, blacks[j]: black to move,
-        transforms[j]: its canonical transform (policy indices come from movegen's tables)."""
+        transforms[j]: its canonical transform (policy indices come from movegen's tables).
+        With `expand`: (entries, [(moves sorted by prior, their priors) per position])."""
         n = len(code_lists)
         counts = np.fromiter(map(len, code_lists), dtype=np.int64, count=n)
         total = int(counts.sum())
@@ -254,7 +255,12 @@ class NNEvaluator:
         m = out.mlh.astype(np.float64).tolist() if out.mlh is not None else [0.0] * n
         st = starts.tolist()
         ends = (starts + counts).tolist()
-        return [CacheEntry(local[a:b], sorted_priors[a:b], q[j], d[j], m[j]) for j, (a, b) in enumerate(zip(st, ends))]
+        entries = [CacheEntry(local[a:b], sorted_priors[a:b], q[j], d[j], m[j]) for j, (a, b) in enumerate(zip(st, ends))]
+        if not expand:
+            return entries
+        moves = list(map(MOVES.__getitem__, flat_codes[order].tolist()))
+        plist = sorted_priors.tolist()
+        return entries, [(moves[a:b], plist[a:b]) for a, b in zip(st, ends)]
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -1020,11 +1026,13 @@ class Search:
     def _apply(self, batch: _Batch, out: NetOutputs) -> None:
         if self.first_batch_time is None:
             self.first_batch_time = time.monotonic()
-        entries = self.ev.entries_from_outputs(out, batch.codes, batch.blacks, batch.transforms)
-        for node, codes, key, entry, depth in zip(batch.nodes, batch.codes, batch.keys, entries, batch.depths):
-            self.ev.store(key, entry)
-            self._expand(node, codes, entry)
-            self._backup(node, -entry.q, entry.d, entry.m, depth)
+        entries, edges = self.ev.entries_from_outputs(out, batch.codes, batch.blacks, batch.transforms, expand=True)
+        store = self.ev.store
+        backup = self._backup
+        for node, key, entry, (moves, priors), depth in zip(batch.nodes, batch.keys, entries, edges, batch.depths):
+            store(key, entry)
+            node.set_edges(moves, priors)
+            backup(node, -entry.q, entry.d, entry.m, depth)
         self.nn_evals += len(batch.nodes)
         self.in_flight -= len(batch.nodes)
         self.batches += 1

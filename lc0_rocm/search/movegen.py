@@ -48,6 +48,7 @@ _BACKRANK_PROMO = chess.BB_RANK_1 | chess.BB_RANK_8
 _RANK_4, _RANK_5 = chess.BB_RANK_4, chess.BB_RANK_5  # double-push targets (white, black)
 _EP_RANK = (chess.BB_RANK_5, chess.BB_RANK_4)  # [black to move]: rank of our pawns that may take e.p.
 _LIGHT, _DARK = chess.BB_LIGHT_SQUARES, chess.BB_DARK_SQUARES
+_NOT_FILE_A, _NOT_FILE_H = chess.BB_ALL & ~chess.BB_FILE_A, chess.BB_ALL & ~chess.BB_FILE_H
 _E1, _E8 = chess.E1, chess.E8
 
 # Between squares (exclusive) for every pair, as python-chess's `between`.
@@ -176,12 +177,12 @@ def legal_moves(state: PositionState) -> tuple[list, bool]:
     them = (black, oP, oN, oBQ, oRQ, oK)
 
     if not checkers:
-        _pieces(ac, ours & ~P, _ALL, N, K, R | Q, B | Q, ours, occ, pinned, king, them)
+        _pieces(codes, ours & ~P, _ALL, N, K, R | Q, B | Q, ours, occ, pinned, king, them)
         castling = state.castling & (_RANK_8 if black else _RANK_1)
         if castling:
             _castles(ac, black, K, occ, castling, them)
         if P:
-            _pawns(ac, P, _ALL, black, theirs, occ, pinned, king)
+            _pawns(codes, P, _ALL, black, theirs, occ, pinned, king)
         if state.ep_file >= 0:
             _ep(ac, state.ep_file, _ALL, P, black, occ, pinned, king, oBQ, oRQ)
         return codes, False
@@ -203,9 +204,9 @@ def legal_moves(state: PositionState) -> tuple[list, bool]:
     checker = checkers.bit_length() - 1
     if checkers == 1 << checker:
         target = _BETWEEN[king][checker] | checkers
-        _pieces(ac, ours & ~P & ~K, target, N, K, R | Q, B | Q, ours, occ, pinned, king, them)
+        _pieces(codes, ours & ~P & ~K, target, N, K, R | Q, B | Q, ours, occ, pinned, king, them)
         if P:
-            _pawns(ac, P, target, black, theirs, occ, pinned, king)
+            _pawns(codes, P, target, black, theirs, occ, pinned, king)
         ep_file = state.ep_file
         if ep_file >= 0:
             _ep(ac, ep_file, target, P, black, occ, pinned, king, oBQ, oRQ)
@@ -215,24 +216,73 @@ def legal_moves(state: PositionState) -> tuple[list, bool]:
     return codes, True
 
 
-def _pieces(ac, from_bb, to_mask, N, K, RQ, BQ, ours, occ, pinned, king, them) -> None:
+# Memo: codes of the moves from square f to the squares of a target set, highest target first
+# (python-chess's order), by target bitboard; filled as sets occur, at most _MEMO_CAP sets a square.
+_TARGET_CODES: list[dict] = [{} for _ in range(64)]
+_PUSH_CODES: tuple[dict, dict] = ({}, {})  # [black]: single-push codes by target bitboard
+_DOUBLE_CODES: tuple[dict, dict] = ({}, {})
+_MEMO_CAP = 2048  # ~64 x 2048 small tuples at most
+
+
+def _target_codes(f: int, t: int) -> tuple:
+    memo = _TARGET_CODES[f]
+    got = memo.get(t)
+    if got is None:
+        key = t
+        base = f * 64
+        out = []
+        while t:
+            s = t.bit_length() - 1
+            t ^= 1 << s
+            out.append(base + s)
+        got = tuple(out)
+        if len(memo) < _MEMO_CAP:
+            memo[key] = got
+    return got
+
+
+def _push_codes(single: int, black: bool, double: bool) -> tuple:
+    """Codes of single (or double) pawn pushes onto the squares of `single`, highest first."""
+    memo = (_DOUBLE_CODES if double else _PUSH_CODES)[black]
+    got = memo.get(single)
+    if got is None:
+        step = (8 if black else -8) * (2 if double else 1)
+        out = []
+        t = single
+        while t:
+            s = t.bit_length() - 1
+            t ^= 1 << s
+            k = (s + step) * 64 + s
+            if not double and (1 << s) & _BACKRANK_PROMO:
+                out += (k + PROMO_Q, k + PROMO_R, k + PROMO_B, k + PROMO_N)
+            else:
+                out.append(k)
+        got = tuple(out)
+        if len(memo) < _MEMO_CAP:
+            memo[single] = got
+    return got
+
+
+def _pieces(codes, from_bb, to_mask, N, K, RQ, BQ, ours, occ, pinned, king, them) -> None:
     """Knight, bishop, rook, queen and king moves, highest from-square first, targets descending."""
     notours = ~ours & to_mask
+    ext = codes.extend
+    memo = _TARGET_CODES
     while from_bb:
         f = from_bb.bit_length() - 1
         fb = 1 << f
         from_bb ^= fb
-        base = f * 64
         if fb & N:
             t = _KNIGHT[f] & notours
         elif fb & K:
             t = _KING[f] & notours
             black, oP, oN, oBQ, oRQ, oK = them
+            base = f * 64
             while t:
                 s = t.bit_length() - 1
                 t ^= 1 << s
                 if not _attackers(s, occ, black, oP, oN, oBQ, oRQ, oK):
-                    ac(base + s)
+                    codes.append(base + s)
             continue
         else:
             t = 0
@@ -243,23 +293,27 @@ def _pieces(ac, from_bb, to_mask, N, K, RQ, BQ, ours, occ, pinned, king, them) -
             t &= notours
         if fb & pinned:
             t &= _RAYS[f][king]
-        while t:
-            s = t.bit_length() - 1
-            t ^= 1 << s
-            ac(base + s)
+        if t:
+            got = memo[f].get(t)
+            ext(got if got is not None else _target_codes(f, t))
 
 
-def _pawns(ac, P, to_mask, black, theirs, occ, pinned, king) -> None:
+def _pawns(codes, P, to_mask, black, theirs, occ, pinned, king) -> None:
     """Pawn captures (by from-square), single pushes, double pushes; promotions Q R B N."""
+    ac = codes.append
+    ext = codes.extend
     att = _PAWN_ATT[not black]
-    fr = P
+    # only pawns that capture something: those a pawn of theirs on a target square would attack
+    th = theirs & to_mask
+    if black:
+        fr = P & (((th & _NOT_FILE_A) << 7) | ((th & _NOT_FILE_H) << 9))
+    else:
+        fr = P & (((th & _NOT_FILE_H) >> 7) | ((th & _NOT_FILE_A) >> 9))
     while fr:
         f = fr.bit_length() - 1
         fb = 1 << f
         fr ^= fb
-        t = att[f] & theirs & to_mask
-        if not t:
-            continue
+        t = att[f] & th
         if fb & pinned:
             t &= _RAYS[f][king]
         base = f * 64
@@ -284,28 +338,25 @@ def _pawns(ac, P, to_mask, black, theirs, occ, pinned, king) -> None:
         step = -8
     single &= to_mask
     double &= to_mask
-    while single:
-        s = single.bit_length() - 1
-        single ^= 1 << s
-        f = s + step
-        if (1 << f) & pinned and not _RAYS[f][king] & (1 << s):
-            continue
-        k = f * 64 + s
-        if (1 << s) & _BACKRANK_PROMO:
-            ac(k + PROMO_Q)
-            ac(k + PROMO_R)
-            ac(k + PROMO_B)
-            ac(k + PROMO_N)
-        else:
-            ac(k)
-    step += step
-    while double:
-        s = double.bit_length() - 1
-        double ^= 1 << s
-        f = s + step
-        if (1 << f) & pinned and not _RAYS[f][king] & (1 << s):
-            continue
-        ac(f * 64 + s)
+    if pinned & P:  # a pinned pawn may only push along its pin line
+        for bb, st in ((single, step), (double, 2 * step)):
+            t = bb
+            while t:
+                s = t.bit_length() - 1
+                t ^= 1 << s
+                f = s + st
+                if (1 << f) & pinned and not _RAYS[f][king] & (1 << s):
+                    bb &= ~(1 << s)
+            if st == step:
+                single = bb
+            else:
+                double = bb
+    if single:
+        got = _PUSH_CODES[black].get(single)
+        ext(got if got is not None else _push_codes(single, black, False))
+    if double:
+        got = _DOUBLE_CODES[black].get(double)
+        ext(got if got is not None else _push_codes(double, black, True))
 
 
 def _ep(ac, ep_file, to_mask, P, black, occ, pinned, king, oBQ, oRQ) -> None:
