@@ -14,6 +14,7 @@ API (all sizes in bytes unless said; pointers are plain ints; every failure rais
     device.gpu_available()            # (ok: bool, reason: str); never raises
     s = stream.Stream(dev)            # .handle .synchronize() .wait(event); stream.Event(): .record(s) .synchronize()
                                       #   .elapsed_ms(later_event); stream.time_ms(fn, s, repeat=..) -> median ms
+    g = stream.Graph.capture(s, fn)   # record what fn() queues on s (nothing runs), instantiate; g.launch(s2)
     arena = memory.Arena(dev, nbytes) # one hipMalloc sized once; arena.alloc(nbytes, align=256) -> DeviceBuffer;
                                       #   .reset() .used .capacity; over capacity -> GpuError naming both sizes
     buf = memory.DeviceBuffer.allocate(dev, nbytes)   # owns its memory; .ptr .nbytes .view(offset, nbytes)
@@ -27,11 +28,19 @@ API (all sizes in bytes unless said; pointers are plain ints; every failure rais
                                       #   args: DeviceBuffer / kernel.ptr(int) / numpy scalars / ctypes values
     k = kernel.get_kernel(dev, "bias_act.hip", "bias_act_f16", options=())   # compile+load+lookup, cached
     g = gemm.Gemm(dev)                # hipBLASLt handle + 32 MB workspace
-    g.linear(x, w, y, m, n, k, bias=None, act="none"|"relu"|"gelu", dtype="f16"|"f32", stream=None)
-                                      #   row-major y[m,n] = x[m,k] @ w[n,k].T (+ bias[n]) (act); fp32 accumulate;
-                                      #   algo autotuned once per (m,n,k,dtype,act), cached on disk per device
+    g.linear(x, w, y, m, n, k, bias=None, act="none"|"relu"|"gelu", dtype="f16"|"f32", stream=None,
+             workspace=None)          #   row-major y[m,n] = x[m,k] @ w[n,k].T (+ bias[n]) (act); fp32 accumulate;
+                                      #   algo autotuned once per shape for m >= 4096 (else the heuristic's first),
+                                      #   cached on disk per device; `workspace` for a GEMM on a second stream
     ops.bias_act(dev, y, x, bias, total, channels=1, inner=1, act="mish", dtype="f16", stream=None)
                                       #   y = act(x + bias[(i // inner) % channels]); bias may be None, y may be x
+
+The network runner (`network.GpuNetwork`, one device; `multi.MultiGpuNetwork`, several):
+
+    net = network.GpuNetwork(desc, dev, "f16", max_batch=1024, graphs=True)
+    p = net.submit(planes)            # pinned slot, upload/compute/download streams, graphs per batch size
+    out = net.collect(p)              # NetOutputs (policy is a view of the slot's pinned memory)
+    out = net.evaluate(planes); out, seconds = net.evaluate_timed(planes)
 
 Kernels live in lc0_rocm/kernels/*.hip (conventions in lc0_rocm/kernels/README.md); they may
 `#include "common.h"` (warp reductions, 64-bit ballot, fp16 helpers); all .h files of that folder are given
