@@ -159,6 +159,7 @@ def test_eval_truncated_weights_file(tmp_path):
 
 def test_parse_backend_options():
     assert parse_backend_options("") == {}
+    assert parse_backend_options("gpus=0,1,policy_head=vanilla") == {"gpus": "0,1", "policy_head": "vanilla"}
     assert parse_backend_options(" policy_head=optimistic , value_head=q,") == {"policy_head": "optimistic",
                                                                                "value_head": "q"}
     assert head_options("mlh=false,value_head=st") == {"value_head": "st"}

@@ -28,17 +28,26 @@ _ROCM_PRECISION = {"rocm": "fp32", "rocm-fp16": "fp16", "rocm-auto": "auto"}
 
 
 def parse_backend_options(options: str) -> dict[str, str]:
-    """Parse "key=value,key2=value2" (spaces around items ignored; empty string → {})."""
+    """Parse "key=value,key2=value2" (spaces around items ignored; empty string → {}).
+
+    An item without "=" after a key=value item continues that value as a list, so that
+    "gpus=0,1,policy_head=vanilla" gives {"gpus": "0,1", "policy_head": "vanilla"}.
+    """
     result: dict[str, str] = {}
+    last_key = None
     for item in (options or "").split(","):
         item = item.strip()
         if not item:
             continue
         key, sep, value = item.partition("=")
         key, value = key.strip(), value.strip()
+        if not sep and last_key is not None:
+            result[last_key] += "," + item
+            continue
         if not sep or not key:
             raise BackendError(f"bad backend option {item!r}: expected key=value")
         result[key] = value
+        last_key = key
     return result
 
 

@@ -3,7 +3,7 @@
 A thin `Backend` over `lc0_rocm.gpu.network.GpuNetwork` (one device) or `lc0_rocm.gpu.multi.MultiGpuNetwork`
 (several); imported by the backend factory only when a GPU backend is asked for. Backend options (lc0 style,
 "key=value,..."):
-  `gpu` (device index, default 0) or `gpus` (device list, lc0's demux: "gpus=0:1" splits every batch
+  `gpu` (device index, default 0) or `gpus` (device list, lc0's demux: "gpus=0,1" or "gpus=0:1" splits every batch
   across the devices, one runner per entry; a device may repeat; "," also separates the list where the
   option string is not itself split on commas);
   `max_batch` (positions per device pass, default 1024; larger batches are run in pieces);
