@@ -38,6 +38,7 @@ import itertools
 import math
 import threading
 import time
+from bisect import insort
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -471,6 +472,10 @@ class Search:
                 out = self._wait_for(self._pending)
                 if out is None:  # stopped while the network was busy: drop both batches
                     return
+                if len(self._next) and not self._stop.is_set():
+                    # the backend takes the next batch while this one is backed up (if the
+                    # stoppers end the search now, that batch is dropped)
+                    self._next.future = self.ev.submit(self._next.planes())
                 self._apply(self._pending, out)
                 self._pending = None
             stop = self._check_stop() if pipeline or self.root.n == 0 else ""
@@ -481,7 +486,8 @@ class Search:
                     continue
                 return
             if len(self._next):
-                self._next.future = self.ev.submit(self._next.planes())
+                if self._next.future is None:
+                    self._next.future = self.ev.submit(self._next.planes())
                 self._pending, self._next = self._next, None
                 if not pipeline:
                     out = self._wait_for(self._pending)
@@ -640,6 +646,9 @@ class Search:
         m_threshold = params.moves_left_threshold
         table = self._puct_table
         skip = self._root_skip_set() if is_root else None
+        # The estimate of visits before another child overtakes the best only matters for a
+        # collision that takes every visit of the pick (lc0's max_limit): not once the pick split.
+        want_estimate = collision_limit == 1
         while cur_limit == 1:
             p = node.p
             children = node.children
@@ -650,24 +659,27 @@ class Search:
                     if c is not None and c.n > 0:
                         vp += p[c.index]
                 node.vp = vp
-            fpu = fpu_value if fpu_absolute else -node.wl - fpu_value * math.sqrt(vp)
+            wl = node.wl
+            fpu = fpu_value if fpu_absolute else -wl - fpu_value * math.sqrt(vp)
             n = node.n
             puct = table[n] if n < len(table) else self._puct(n)
-            m_on = mlh and abs(node.wl) > m_threshold
-            max_needed = len(p)
-            if skip is None or not self.root_filter:
-                k = n + node.n_in_flight + 3
-                if k < max_needed:
-                    max_needed = k
+            m_on = mlh and (wl > m_threshold or -wl > m_threshold)
+            max_needed = n + node.n_in_flight + 3
+            if skip is not None and self.root_filter:
+                max_needed = len(p)
             best = second = _NEG_INF
             best_i = -1
             has_second = False
-            best_util = best_started = 0
+            best_util = 0.0
+            best_started = 0
             can_exit = False
-            for i in range(max_needed):
+            i = -1
+            for c in children:
+                i += 1
+                if i == max_needed:
+                    break
                 if skip is not None and i in skip:
                     continue
-                c = children[i]
                 if c is None:
                     ns = 0
                     u = fpu
@@ -698,7 +710,7 @@ class Search:
                     can_exit = True
             if best_i < 0:
                 return
-            if has_second and best_util < second:
+            if want_estimate and has_second and best_util < second:
                 x = p[best_i] * puct / (second - best_util) - (best_started + 1) + 1
                 estimate = 1 if x < 1.0 else (int(x) if x < 1e9 else 1000000000)
                 if estimate < self._max_limit:
@@ -711,7 +723,7 @@ class Search:
                 self._revert_two_fold(child, depth)
             depth += 1
             if child.n == 0 and child.n_in_flight > 0:  # collision
-                mx = self._max_limit if (collision_limit == 1 and self._max_limit > 1) else 0
+                mx = self._max_limit if (want_estimate and self._max_limit > 1) else 0
                 out.append((child, depth, 1, mx))
                 return
             child.n_in_flight += 1
@@ -738,50 +750,48 @@ class Search:
             k = n + node.n_in_flight + cur_limit + 2
             if k < max_needed:
                 max_needed = k
-        util = [fpu] * max_needed
+        # lc0 rescans the children for every share it hands out; here the children lc0's scan
+        # would look at (up to the first one without visits started, and one more: priors are
+        # sorted) are kept in a list sorted by (-score, index), so the best and second best are its
+        # first two entries (ties: the lower index, as lc0's strict comparison). Only the chosen
+        # child's score changes, and the set grows when the first unstarted child gets started.
         started = [0] * max_needed
+        util = [fpu] * max_needed
         score = [0.0] * max_needed
-        for i in range(max_needed):
+        cand: list = []
+        last = -1  # highest index taken into `cand`
+        first_unstarted = -1  # -1: none found yet among the taken ones
+        while True:  # take children up to the first unstarted one and one more
+            i = last + 1
+            if i >= max_needed:
+                break
+            last = i
+            if skip is not None and i in skip:
+                continue
             c = children[i]
-            if c is not None:
+            if c is None:
+                sc_i = p[i] * puct + fpu
+            else:
                 nv = c.n
                 ns = started[i] = nv + c.n_in_flight
                 if nv > 0:
                     q = c.wl
                     u = util[i] = q + self._m_utility(node, c, q) if m_on else q
-                    score[i] = p[i] * puct / (1 + ns) + u
-                    continue
-                score[i] = p[i] * puct / (1 + ns) + fpu
-            else:
-                score[i] = p[i] * puct + fpu
-        vtp = [0] * max_needed
-        while cur_limit > 0:
-            best = second = _NEG_INF
-            best_i = -1
-            has_second = False
-            best_util = _NEG_INF
-            can_exit = False
-            for i in range(max_needed):
-                if skip is not None and i in skip:
-                    continue
-                sc_i = score[i]
-                if sc_i > best:
-                    if best_i >= 0:
-                        has_second = True
-                    second = best
-                    best = sc_i
-                    best_i = i
-                    best_util = util[i]
-                elif sc_i > second:
-                    second = sc_i
-                    has_second = True
-                if can_exit:
-                    break
-                if started[i] == 0:
-                    can_exit = True  # one more edge gives the second best: priors are sorted
-            if best_i < 0:
-                break  # every edge pruned (cannot happen: the best root move is never pruned)
-            if has_second:
+                    sc_i = p[i] * puct / (1 + ns) + u
+                else:
+                    sc_i = p[i] * puct / (1 + ns) + fpu
+            score[i] = sc_i
+            insort(cand, (-sc_i, i))
+            if first_unstarted >= 0:
+                break
+            if started[i] == 0:
+                first_unstarted = i
+        vtp: dict = {}
+        while cur_limit > 0 and cand:
+            best_i = cand[0][1]
+            best_util = util[best_i]
+            if len(cand) > 1:
+                second = -cand[1][0]
                 estimate = _INT_MAX
                 if best_util < second:
                     x = p[best_i] * puct / (second - best_util) - (started[best_i] + 1) + 1
@@ -791,7 +801,7 @@ class Search:
                 new_visits = cur_limit if cur_limit < estimate else estimate
             else:
                 new_visits = cur_limit
-            vtp[best_i] += new_visits
+            vtp[best_i] = vtp.get(best_i, 0) + new_visits
             cur_limit -= new_visits
             child = children[best_i]
             if child is None:
@@ -802,6 +812,7 @@ class Search:
             if child.n == 0 and child.n_in_flight > 0:
                 continue  # collision: these visits wait at the child (below)
             child.n_in_flight += 1
+            was_unstarted = started[best_i] == 0
             started[best_i] += 1
             new_visits -= 1
             if child.n > 0 and not child.terminal:
@@ -810,8 +821,44 @@ class Search:
             else:
                 vtp[best_i] -= 1
                 out.append((child, depth + 1, 0, 0))
-            score[best_i] = p[best_i] * puct / (1 + started[best_i]) + util[best_i]
-        for i in range(max_needed):
+            sc_i = score[best_i] = p[best_i] * puct / (1 + started[best_i]) + util[best_i]
+            del cand[0]
+            insort(cand, (-sc_i, best_i))
+            if was_unstarted and best_i == first_unstarted:
+                # the scan now reaches the next unstarted child and one more
+                first_unstarted = -1
+                j = best_i + 1
+                while j <= last:  # children already taken after it
+                    if not (skip is not None and j in skip) and started[j] == 0:
+                        first_unstarted = j
+                        break
+                    j += 1
+                while True:
+                    i = last + 1
+                    if i >= max_needed:
+                        break
+                    last = i
+                    if skip is not None and i in skip:
+                        continue
+                    c = children[i]
+                    if c is None:
+                        sc_i = p[i] * puct + fpu
+                    else:
+                        nv = c.n
+                        ns = started[i] = nv + c.n_in_flight
+                        if nv > 0:
+                            q = c.wl
+                            u = util[i] = q + self._m_utility(node, c, q) if m_on else q
+                            sc_i = p[i] * puct / (1 + ns) + u
+                        else:
+                            sc_i = p[i] * puct / (1 + ns) + fpu
+                    score[i] = sc_i
+                    insort(cand, (-sc_i, i))
+                    if first_unstarted >= 0:
+                        break
+                    if started[i] == 0:
+                        first_unstarted = i
+        for i in sorted(vtp):
             k = vtp[i]
             if k > 0:
                 child = children[i]
