@@ -436,6 +436,7 @@ class Search:
         # The tree is a web of reference cycles (parent <-> children) that only grows during a
         # search; Python's cyclic collector would rescan it again and again (10-20 % of the time at
         # tens of thousands of nodes) and can free nothing in it. Off while searching, back after.
+        # (Re-enabled after the bestmove is out: the first collection then may take a while.)
         gc_was_on = gc.isenabled()
         gc.disable()
         try:
@@ -443,12 +444,12 @@ class Search:
         except BaseException as e:  # reported by the caller; a GUI still gets its bestmove
             self.error = e
         finally:
-            if gc_was_on:
-                gc.enable()
             try:
                 self._finish()
             finally:
                 self._done.set()
+                if gc_was_on:
+                    gc.enable()
 
     def _run(self) -> None:
         if self._root_is_finished():
