@@ -168,14 +168,30 @@ def _position_key(state: PositionState, history_length: int) -> tuple:
 
 
 class CacheEntry:
-    """A position's evaluation as the search needs it: legal moves sorted by prior, and values."""
+    """A position's evaluation as the search needs it: legal moves sorted by prior, and values.
 
-    __slots__ = ("order", "priors", "q", "d", "m")
+    `order` and `priors` are rows [a, b) of arrays shared by the whole batch it came from (sliced
+    only when a cache hit needs them)."""
 
-    def __init__(self, order: np.ndarray, priors: np.ndarray, q: float, d: float, m: float):
-        self.order = order  # int16 permutation of the move generator's order, best prior first
-        self.priors = priors  # float32, lc0-rounded, in that order
+    __slots__ = ("_order", "_priors", "a", "b", "q", "d", "m")
+
+    def __init__(self, order: np.ndarray, priors: np.ndarray, q: float, d: float, m: float,
+                 a: int = 0, b: Optional[int] = None):
+        self._order = order
+        self._priors = priors
+        self.a = a
+        self.b = len(order) if b is None else b
         self.q, self.d, self.m = q, d, m
+
+    @property
+    def order(self) -> np.ndarray:
+        """int16 permutation of the move generator's order, best prior first."""
+        return self._order[self.a:self.b]
+
+    @property
+    def priors(self) -> np.ndarray:
+        """float32 priors (lc0-rounded) in that order."""
+        return self._priors[self.a:self.b]
 
 
 class NNEvaluator:
@@ -257,7 +273,7 @@ class NNEvaluator:
         m = out.mlh.astype(np.float64).tolist() if out.mlh is not None else [0.0] * n
         st = starts.tolist()
         ends = (starts + counts).tolist()
-        entries = [CacheEntry(local[a:b], sorted_priors[a:b], q[j], d[j], m[j]) for j, (a, b) in enumerate(zip(st, ends))]
+        entries = [CacheEntry(local, sorted_priors, q[j], d[j], m[j], a, b) for j, (a, b) in enumerate(zip(st, ends))]
         if not expand:
             return entries
         moves = list(map(MOVES.__getitem__, flat_codes[order].tolist()))
