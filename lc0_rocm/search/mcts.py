@@ -733,7 +733,8 @@ class Search:
                     break
                 if ns == 0:
                     can_exit = True
-            if best_i < 0:
+            if best_i < 0:  # every edge excluded (cannot happen: the best root move never is)
+                self._cancel_path(node, 1)
                 return
             if want_estimate and has_second and best_util < second:
                 x = p[best_i] * puct / (second - best_util) - (best_started + 1) + 1
@@ -883,6 +884,8 @@ class Search:
                         break
                     if started[i] == 0:
                         first_unstarted = i
+        if cur_limit > 0:  # every edge excluded (cannot happen, see above): take the visits back
+            self._cancel_path(node, cur_limit)
         for i in sorted(vtp):
             k = vtp[i]
             if k > 0:
