@@ -176,13 +176,19 @@ def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipe
     return s, dt
 
 
+LAST_STATS: dict = {}
+
+
 def run_searches(backend, net, positions, nodes, minibatch) -> tuple[int, float]:
-    """(playouts, seconds) summed over the positions."""
+    """(playouts, seconds) summed over the positions (batch counts in LAST_STATS)."""
     playouts, seconds = 0, 0.0
+    LAST_STATS.update(batches=0, nn_evals=0)
     for pos in positions:
         s, dt = run_search(backend, net, pos, nodes, minibatch)
         playouts += s.playouts
         seconds += dt
+        LAST_STATS["batches"] += s.batches
+        LAST_STATS["nn_evals"] += s.nn_evals
     return playouts, seconds
 
 
@@ -263,7 +269,8 @@ def mode_nps(args) -> None:
     print(f"{'raw evaluate nps (serial)':<34}{med(raw):>10.0f}")
     if raw_ovl:
         print(f"{'raw evaluate nps (overlapped)':<34}{med(raw_ovl):>10.0f}")
-    print(f"{'search nps':<34}{med(search):>10.0f}")
+    print(f"{'search nps':<34}{med(search):>10.0f}   ({LAST_STATS['batches']} batches, mean "
+          f"{LAST_STATS['nn_evals'] / max(1, LAST_STATS['batches']):.1f} positions)")
     print(f"{'search / raw serial':<34}{med(search) / med(raw):>10.2f}")
     backend.close()
 
