@@ -340,6 +340,17 @@ def test_node_limit_is_exact_without_out_of_order_visits():
         assert s.root.n == n
 
 
+def test_node_limit_is_exact_with_out_of_order_visits():
+    ev = evaluator(SMALL)
+    params = SearchParams(minibatch_size=32, smart_pruning_factor=0)
+    search(ev, None, ["e2e4"], nodes=300, params=params)
+    s = search(ev, None, ["e2e4"], nodes=517, params=params)  # the cache answers most of the tree
+    assert s.cache_hits > 100 and s.root.n == 517
+    s = search(evaluator(SMALL), "6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1", nodes=333,
+               params=SearchParams(minibatch_size=32, smart_pruning_factor=0))  # a mate: terminal visits
+    assert s.root.n == 333
+
+
 def test_nodes_one_plays_the_highest_prior():
     ev = evaluator(MAIA if MAIA.exists() else SMALL)
     s = search(ev, None, ["d2d4", "d7d5", "c2c4"], nodes=1)

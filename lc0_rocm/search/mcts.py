@@ -583,8 +583,17 @@ class Search:
         ooo = 0
         stop = self._stop
         try:
+            exact = params.exact_node_limit
+            node_limit = self.limits.nodes
             while len(batch.nodes) < cap and ooo < max_ooo and not stop.is_set():
-                picks = self._pick_nodes(min(collisions_left, cap - len(batch.nodes), max_ooo - ooo))
+                limit = min(collisions_left, cap - len(batch.nodes), max_ooo - ooo)
+                if exact:  # visits completed out of order count too: never past `go nodes`
+                    room = node_limit - root.n - self.in_flight
+                    if room <= 0:
+                        break
+                    if room < limit:
+                        limit = room
+                picks = self._pick_nodes(limit)
                 self.descents += 1
                 deferred: list = []
                 for item in picks:
