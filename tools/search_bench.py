@@ -295,7 +295,7 @@ def mode_replay(args) -> None:
           f"{len(positions)} positions, repeat {args.repeat}")
     print(f"machine: {describe_machine()}")
     run_searches(replay, net, positions, args.nodes, mb)  # warm-up
-    costs, totals, cpu = [], [], []
+    costs, totals = [], []
     profile = None
     if args.profile:
         import cProfile
@@ -305,9 +305,7 @@ def mode_replay(args) -> None:
         replay.seconds = 0.0
         if profile:
             profile.enable()
-        c0 = time.process_time()
         playouts, seconds = run_searches(replay, net, positions, args.nodes, mb)
-        cpu.append(1e6 * (time.process_time() - c0) / playouts)
         if profile:
             profile.disable()
         totals.append(1e6 * seconds / playouts)
@@ -317,7 +315,6 @@ def mode_replay(args) -> None:
     print(f"{'µs per playout (search only)':<34}{med(costs):>10.1f}   (min {min(costs):.1f}; runs: "
           f"{', '.join(f'{c:.1f}' for c in costs)})")
     print(f"{'µs per playout (with replay)':<34}{med(totals):>10.1f}")
-    print(f"{'CPU µs per playout (with replay)':<34}{med(cpu):>10.1f}   (process CPU time: robust to a busy machine)")
     print(f"{'Python-bound nps':<34}{1e6 / med(costs):>10.0f}")
     print(f"{'batches not in the recording':<34}{replay.misses:>10d}")
     if profile:
