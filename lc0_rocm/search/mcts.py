@@ -39,7 +39,7 @@ import itertools
 import math
 import threading
 import time
-from bisect import insort
+from heapq import heappush, heapreplace
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -787,9 +787,10 @@ class Search:
                 max_needed = k
         # lc0 rescans the children for every share it hands out; here the children lc0's scan
         # would look at (up to the first one without visits started, and one more: priors are
-        # sorted) are kept in a list sorted by (-score, index), so the best and second best are its
-        # first two entries (ties: the lower index, as lc0's strict comparison). Only the chosen
-        # child's score changes, and the set grows when the first unstarted child gets started.
+        # sorted) are kept in a heap of (-score, index), so the best is its top and the second best
+        # the better of the top's two children (ties: the lower index, as lc0's strict comparison).
+        # Only the chosen child's score changes, and the set grows when the first unstarted child
+        # gets started.
         started = [0] * max_needed
         util = [fpu] * max_needed
         score = [0.0] * max_needed
@@ -816,17 +817,18 @@ class Search:
                 else:
                     sc_i = p[i] * puct / (1 + ns) + fpu
             score[i] = sc_i
-            insort(cand, (-sc_i, i))
+            heappush(cand, (-sc_i, i))
             if first_unstarted >= 0:
                 break
             if started[i] == 0:
                 first_unstarted = i
-        vtp: dict = {}
+        vtp = [0] * max_needed
         while cur_limit > 0 and cand:
             best_i = cand[0][1]
             best_util = util[best_i]
-            if len(cand) > 1:
-                second = -cand[1][0]
+            nc = len(cand)
+            if nc > 1:
+                second = -(cand[1][0] if nc == 2 or cand[1] < cand[2] else cand[2][0])
                 estimate = _INT_MAX
                 if best_util < second:
                     x = p[best_i] * puct / (second - best_util) - (started[best_i] + 1) + 1
@@ -836,8 +838,6 @@ class Search:
                 new_visits = cur_limit if cur_limit < estimate else estimate
             else:
                 new_visits = cur_limit
-            vtp[best_i] = vtp.get(best_i, 0) + new_visits
-            cur_limit -= new_visits
             child = children[best_i]
             if child is None:
                 child = Node(node, best_i)
@@ -845,7 +845,13 @@ class Search:
             elif child.terminal == TWO_FOLD and depth < child.m:
                 self._revert_two_fold(child, depth)
             if child.n == 0 and child.n_in_flight > 0:
-                continue  # collision: these visits wait at the child (below)
+                # collision: nothing changes, so lc0's next rounds pick this child again and again
+                # with the same estimate: every visit left waits at it (below)
+                vtp[best_i] += cur_limit
+                cur_limit = 0
+                break
+            vtp[best_i] += new_visits
+            cur_limit -= new_visits
             child.n_in_flight += 1
             was_unstarted = started[best_i] == 0
             started[best_i] += 1
@@ -857,8 +863,7 @@ class Search:
                 vtp[best_i] -= 1
                 out.append((child, depth + 1, 0, 0))
             sc_i = score[best_i] = p[best_i] * puct / (1 + started[best_i]) + util[best_i]
-            del cand[0]
-            insort(cand, (-sc_i, best_i))
+            heapreplace(cand, (-sc_i, best_i))
             if was_unstarted and best_i == first_unstarted:
                 # the scan now reaches the next unstarted child and one more
                 first_unstarted = -1
@@ -888,14 +893,14 @@ class Search:
                         else:
                             sc_i = p[i] * puct / (1 + ns) + fpu
                     score[i] = sc_i
-                    insort(cand, (-sc_i, i))
+                    heappush(cand, (-sc_i, i))
                     if first_unstarted >= 0:
                         break
                     if started[i] == 0:
                         first_unstarted = i
         if cur_limit > 0:  # every edge excluded (cannot happen, see above): take the visits back
             self._cancel_path(node, cur_limit)
-        for i in sorted(vtp):
+        for i in range(last + 1):
             k = vtp[i]
             if k > 0:
                 child = children[i]
