@@ -668,6 +668,38 @@ class Search:
         self._pick_level(root, limit, 1, True, limit, out)
         return out
 
+    def _take_candidates(self, node, children, p, puct, fpu, m_on, skip, max_needed, started, util,
+                         score, cand, last, first_unstarted):
+        """Score children last+1, … into the candidate heap, up to the first one without visits
+        started and one more (priors are sorted, so lc0's scan looks no further); returns the new
+        (last, first_unstarted)."""
+        while True:
+            i = last + 1
+            if i >= max_needed:
+                break
+            last = i
+            if skip is not None and i in skip:
+                continue
+            c = children[i]
+            if c is None:
+                sc_i = p[i] * puct + fpu
+            else:
+                nv = c.n
+                ns = started[i] = nv + c.n_in_flight
+                if nv > 0:
+                    q = c.wl
+                    u = util[i] = q + self._m_utility(node, c, q) if m_on else q
+                    sc_i = p[i] * puct / (1 + ns) + u
+                else:
+                    sc_i = p[i] * puct / (1 + ns) + fpu
+            score[i] = sc_i
+            heappush(cand, (-sc_i, i))
+            if first_unstarted >= 0:
+                break
+            if started[i] == 0:
+                first_unstarted = i
+        return last, first_unstarted
+
     def _pick_level(self, node: Node, cur_limit: int, depth: int, is_root: bool, collision_limit: int,
                     out: list) -> None:
         """Distribute `cur_limit` visits over the children of an expanded non-terminal `node` by PUCT
@@ -797,31 +829,9 @@ class Search:
         cand: list = []
         last = -1  # highest index taken into `cand`
         first_unstarted = -1  # -1: none found yet among the taken ones
-        while True:  # take children up to the first unstarted one and one more
-            i = last + 1
-            if i >= max_needed:
-                break
-            last = i
-            if skip is not None and i in skip:
-                continue
-            c = children[i]
-            if c is None:
-                sc_i = p[i] * puct + fpu
-            else:
-                nv = c.n
-                ns = started[i] = nv + c.n_in_flight
-                if nv > 0:
-                    q = c.wl
-                    u = util[i] = q + self._m_utility(node, c, q) if m_on else q
-                    sc_i = p[i] * puct / (1 + ns) + u
-                else:
-                    sc_i = p[i] * puct / (1 + ns) + fpu
-            score[i] = sc_i
-            heappush(cand, (-sc_i, i))
-            if first_unstarted >= 0:
-                break
-            if started[i] == 0:
-                first_unstarted = i
+        # take children up to the first unstarted one and one more
+        last, first_unstarted = self._take_candidates(
+            node, children, p, puct, fpu, m_on, skip, max_needed, started, util, score, cand, last, first_unstarted)
         vtp = [0] * max_needed
         while cur_limit > 0 and cand:
             best_i = cand[0][1]
@@ -873,31 +883,8 @@ class Search:
                         first_unstarted = j
                         break
                     j += 1
-                while True:
-                    i = last + 1
-                    if i >= max_needed:
-                        break
-                    last = i
-                    if skip is not None and i in skip:
-                        continue
-                    c = children[i]
-                    if c is None:
-                        sc_i = p[i] * puct + fpu
-                    else:
-                        nv = c.n
-                        ns = started[i] = nv + c.n_in_flight
-                        if nv > 0:
-                            q = c.wl
-                            u = util[i] = q + self._m_utility(node, c, q) if m_on else q
-                            sc_i = p[i] * puct / (1 + ns) + u
-                        else:
-                            sc_i = p[i] * puct / (1 + ns) + fpu
-                    score[i] = sc_i
-                    heappush(cand, (-sc_i, i))
-                    if first_unstarted >= 0:
-                        break
-                    if started[i] == 0:
-                        first_unstarted = i
+                last, first_unstarted = self._take_candidates(
+                    node, children, p, puct, fpu, m_on, skip, max_needed, started, util, score, cand, last, first_unstarted)
         if cur_limit > 0:  # every edge excluded (cannot happen, see above): take the visits back
             self._cancel_path(node, cur_limit)
         for i in range(last + 1):
