@@ -80,14 +80,9 @@ def run_eigen(lc0: str, weights: str, size: int, batches: int, fen) -> float:
 def machine_facts() -> dict:
     import numpy as np
 
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from lc0_rocm.bench.machine import cpu_model
+
+    cpu = cpu_model()
     blas = "?"
     try:
         cfg = np.show_config(mode="dicts")

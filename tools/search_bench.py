@@ -220,14 +220,9 @@ def raw_nps_overlapped(backend: Backend, planes, batches: int) -> float:
 
 
 def describe_machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from lc0_rocm.bench.machine import cpu_model
+
+    cpu = cpu_model()
     return f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}, numpy {np.__version__}"
 
 
