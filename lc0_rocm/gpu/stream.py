@@ -18,11 +18,30 @@ from .hiperr import hip_call
 
 _STREAM_NON_BLOCKING = 1  # hipStreamNonBlocking
 _EVENT_DISABLE_TIMING = 2  # hipEventDisableTiming
-_CAPTURE_MODE_RELAXED = 2  # hipStreamCaptureModeRelaxed: other threads may do anything meanwhile
 
 
-class Stream:
+class _HipHandle:
+    """Owns one HIP handle: `close()` destroys it with `_destroy` (once); garbage collection closes."""
+
+    _destroy = ""
+    handle = None
+
+    def close(self) -> None:
+        if self.handle is not None:
+            hip_call(self._destroy, self.handle)
+            self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Stream(_HipHandle):
     """A HIP stream; `handle` is what hip-python functions take, `ptr` its address."""
+
+    _destroy = "hipStreamDestroy"
 
     def __init__(self, device=None):
         if device is not None:
@@ -41,20 +60,12 @@ class Stream:
         """Work queued on this stream after this call waits for `event`."""
         hip_call("hipStreamWaitEvent", self.handle, event.handle, 0)
 
-    def close(self) -> None:
-        if self.handle is not None:
-            hip_call("hipStreamDestroy", self.handle)
-            self.handle = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
-class Event:
+class Event(_HipHandle):
     """A HIP event; `elapsed_ms(later)` needs both events recorded and `timing=True`."""
+
+    _destroy = "hipEventDestroy"
 
     def __init__(self, timing: bool = True):
         self.handle = None
@@ -82,19 +93,9 @@ class Event:
     def elapsed_ms(self, later: "Event") -> float:
         return float(hip_call("hipEventElapsedTime", self.handle, later.handle))
 
-    def close(self) -> None:
-        if self.handle is not None:
-            hip_call("hipEventDestroy", self.handle)
-            self.handle = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
-class Graph:
+class Graph(_HipHandle):
     """An executable graph (hipGraphExec_t) captured from one stream; `launch(stream)` replays it."""
 
     def __init__(self, graph, exec_handle, nodes_hint: int = 0):
@@ -137,12 +138,6 @@ class Graph:
         if self.graph is not None:
             hip_call("hipGraphDestroy", self.graph)
             self.graph = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def time_ms(fn: Callable[[], object], stream: Stream, repeat: int = 20, warmup: int = 3) -> float:
