@@ -19,14 +19,20 @@ import threading
 import time
 
 import chess
+import numpy as np
 import pytest
 
 from lc0_rocm.backends.base import Backend
 from lc0_rocm.backends.factory import create_backend
 from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.net.loader import load_net
-from lc0_rocm.search.mcts import NNEvaluator, Search, SearchParams, _Batch, has_mating_material
-from lc0_rocm.search.node import DRAW, END_OF_GAME, TWO_FOLD, WIN, NodeTree
+from lc0_rocm.encoding.history import PositionState
+from lc0_rocm.search import rules
+from lc0_rocm.search import worker as wk
+from lc0_rocm.search.evaluator import NNEvaluator
+from lc0_rocm.search.params import SearchParams
+from lc0_rocm.search.search import Search
+from lc0_rocm.search.tree import DRAW, END_OF_GAME, TWO_FOLD, WIN, NodeTree
 from lc0_rocm.search.timemgr import (
     GoParams,
     IterationStats,
@@ -259,7 +265,8 @@ def test_stalemate_and_insufficient_material_are_draws():
     ("8/8/8/8/8/3k4/1q6/K7 w - - 0 1", True),
 ])
 def test_mating_material_is_lc0s(fen, mating):
-    assert has_mating_material(chess.Board(fen)) is mating
+    bbs = np.array(PositionState.from_board(chess.Board(fen)).bbs, dtype=np.uint64)
+    assert bool(rules.has_mating_material(bbs)) is mating
 
 
 def test_fifty_move_rule_and_threefold_repetition():
@@ -277,13 +284,17 @@ def test_fifty_move_rule_and_threefold_repetition():
 
 def test_two_fold_repetition_inside_the_tree_is_a_draw():
     ev = evaluator(SMALL)
-    s = search(ev, None, [], nodes=1, run=False)
-    st = parse_position(None, ["g1f3", "g8f6", "f3g1", "f6g8"]).last  # the start position again
-    assert st.repetitions == 1
-    assert s._draw_by_rule(st, depth=5) == (4.0, TWO_FOLD)  # ply 4: the cycle is inside
-    assert s._draw_by_rule(st, depth=4) is None  # first occurrence before the root
-    s.params.two_fold_draws = False
-    assert s._draw_by_rule(st, depth=5) is None
+    moves = ["g1f3", "g8f6", "f3g1", "f6g8"]  # the start position again
+    s = search(ev, None, moves, nodes=1, run=False)
+    t, row = s.tree.arrays, s.tree.root_row
+    assert t.reps[row] == 1
+    p = s._packed
+    assert wk.draw_by_rule(t, p, row, 5) == (4.0, TWO_FOLD)  # ply 4: the cycle is inside
+    assert wk.draw_by_rule(t, p, row, 4)[1] == 0  # first occurrence before the root
+    p = s.params
+    p.two_fold_draws = False
+    packed = p.packed(False, ev.input_format, ev.fill, ev.cache_history_length)
+    assert wk.draw_by_rule(t, packed, row, 5)[1] == 0
 
 
 def test_root_without_legal_moves_answers_none():
@@ -470,20 +481,35 @@ def test_smart_pruning_stops_when_no_move_can_catch_up():
 
 def _force_playout(s: Search, ucis: list[str]):
     """One playout down the given (already expanded) path, as a descent of a minibatch of 1 would go."""
-    node = s.root
-    node.n_in_flight += 1
+    tree = s.tree
+    tree.reserve(len(ucis) + 2, 512)
+    t = tree.arrays
+    root = tree.root_row
+    node = root
+    t.nif[node] += 1
     for uci in ucis:
-        node = node.child([m.uci() for m in node.moves].index(uci))
-        node.n_in_flight += 1
+        moves = tree.root.__class__(tree, node).moves
+        node = int(wk.new_child(t, node, [m.uci() for m in moves].index(uci)))
+        t.nif[node] += 1
     depth = len(ucis) + 1
-    if node.terminal:
-        s._complete_visit(node, depth)
+    if t.term[node]:
+        wk.backup(t, s.stats, s._packed, node, float(t.wl[node]), float(t.d[node]), float(t.m[node]), depth, root)
     else:
-        assert node.n == 0
-        batch = _Batch(1)
-        if s._extend(node, depth, batch) == 1:
-            s._apply(batch, s.ev.backend.evaluate(batch.planes()))
-    return node
+        assert t.n[node] == 0
+        slot = wk.new_batch(1)
+        dq = np.zeros(4)
+        if wk.extend(t, s.stats, s._packed, s.ev.cache.arrays, slot, node, depth, 0, root,
+                     np.zeros(wk.MAX_MOVES, np.int16), dq) == 1:
+            from lc0_rocm.encoding.packed import PackedPlanes
+            out = s.ev.backend.evaluate(PackedPlanes(slot.masks[:1], slot.values[:1], slot.transform[:1]))
+            mlh = out.mlh if out.mlh is not None else out.q
+            wk.apply(t, s.stats, s._packed, s.ev.cache.arrays, slot, 1, out.policy, out.q, out.d, mlh,
+                     out.mlh is not None, s.ev.index_tables, wk.new_apply_work())
+        elif dq[0] == 1:  # a cache hit
+            wk.backup(t, s.stats, s._packed, node, -dq[1], dq[2], dq[3], depth, root)
+        else:
+            wk.backup(t, s.stats, s._packed, node, float(t.wl[node]), float(t.d[node]), float(t.m[node]), depth, root)
+    return tree.root.__class__(tree, node)
 
 
 def test_two_fold_draws_are_undone_when_the_first_occurrence_leaves_the_tree():
@@ -503,6 +529,7 @@ def test_two_fold_draws_are_undone_when_the_first_occurrence_leaves_the_tree():
                 params=SearchParams(minibatch_size=1, pipeline=False, smart_pruning_factor=0))
     assert tree.reused and s2.initial_visits == 6 - 4  # the 4 draw visits were taken back
     # Two plies below the new root the repetition's first occurrence is above it: no longer a draw.
+    rep = child(child(s2.root, "g1f3"), "g8f6")  # the same node, in the reused tree
     assert rep.terminal != TWO_FOLD and rep.n >= 1 and rep.moves is not None
     for n in _walk(s2.root):
         assert n.n >= 0 and n.n_in_flight == 0

@@ -155,8 +155,10 @@ def load_recording(path: str) -> dict[bytes, NetOutputs]:
 def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipeline: bool = True):
     """One `go nodes N` from `position` with a fresh tree and NN cache: (search, wall seconds)."""
     from lc0_rocm.encoding.position import parse_position
-    from lc0_rocm.search.mcts import NNEvaluator, Search, SearchParams
-    from lc0_rocm.search.node import NodeTree
+    from lc0_rocm.search.evaluator import NNEvaluator
+    from lc0_rocm.search.params import SearchParams
+    from lc0_rocm.search.search import Search
+    from lc0_rocm.search.tree import NodeTree
     from lc0_rocm.search.timemgr import SearchLimits
 
     fen, moves = position
@@ -238,7 +240,7 @@ def _load(args):
 
 
 def _minibatch(args, backend) -> int:
-    from lc0_rocm.search.mcts import suggested_minibatch
+    from lc0_rocm.search.params import suggested_minibatch
 
     return args.minibatch or suggested_minibatch(backend)
 

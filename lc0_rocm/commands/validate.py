@@ -221,8 +221,10 @@ def search_bestmoves(backend, net, boards, nodes: int, minibatch: int) -> list:
     """The move our MCTS chooses after `nodes` nodes from each board (None without legal moves), with
     deterministic settings: a fresh tree and NN cache per position, no smart pruning."""
     from ..encoding.history import History
-    from ..search.mcts import NNEvaluator, Search, SearchParams
-    from ..search.node import NodeTree
+    from ..search.evaluator import NNEvaluator
+    from ..search.params import SearchParams
+    from ..search.search import Search
+    from ..search.tree import NodeTree
     from ..search.timemgr import SearchLimits
 
     params = SearchParams(minibatch_size=minibatch, smart_pruning_factor=0)
@@ -233,7 +235,7 @@ def search_bestmoves(backend, net, boards, nodes: int, minibatch: int) -> list:
             continue
         h = History.from_board(board)
         tree = NodeTree()
-        tree.set_position(board.root().fen(), [m.uci() for m in board.move_stack], h.last)
+        tree.set_position(board.root().fen(), [m.uci() for m in board.move_stack], h.last, chess960=board.chess960)
         ev = NNEvaluator(backend, net.input_format)
         try:
             s = Search(tree, board, h.first, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl,

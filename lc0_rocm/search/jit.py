@@ -1,0 +1,51 @@
+"""The one place the search's compiled code gets its compiler: numba's `njit`, cached on disk.
+
+Every compiled function of the search is declared with `@jit` from here: `njit(cache=True,
+nogil=True)`, so compiled code runs without the GIL (the backend's thread keeps working) and is
+compiled once per machine. The cache goes to the user's cache folder (`$LC0_ROCM_CACHE/numba/<key>`,
+default `~/.cache/lc0-rocm/numba/<key>`; an explicit NUMBA_CACHE_DIR wins), never next to the
+sources, so a read-only site-packages works. `<key>` is a hash of the search's sources: numba
+checks only a function's own file, so a cached function that inlined code from another module
+changed since would otherwise be reused stale. Importing this module imports numba (about 0.3 s):
+modules that must answer fast (the UCI loop before `isready`) import the search lazily.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+def sources_key() -> str:
+    """Hash of the compiled search's sources (every module of this package folder)."""
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    """Where numba keeps the compiled search (created on first compile)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return Path(os.environ["NUMBA_CACHE_DIR"])
+    base = os.environ.get("LC0_ROCM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "lc0-rocm")
+    return Path(base) / "numba" / sources_key()
+
+
+def is_compiled() -> bool:
+    """Whether a compiled search is already cached (a first start compiles for about a minute)."""
+    d = cache_dir()
+    return d.is_dir() and any(d.rglob("*worker*.nbc"))
+
+
+os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir()))
+
+import numba  # noqa: E402  (after NUMBA_CACHE_DIR is set)
+
+
+def jit(fn):
+    """Compile `fn` with numba: no Python objects, GIL released, cached on disk."""
+    return numba.njit(cache=True, nogil=True)(fn)

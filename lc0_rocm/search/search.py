@@ -1,0 +1,634 @@
+"""One `go`: the search loop's control and its reports (lc0's `Search`, `src/search/classic/search.cc`).
+
+Python keeps control; the per-playout work runs compiled (`search.worker`). In its own thread a
+`Search` repeats:
+  1. gather a minibatch of leaves (`worker.gather`, GIL released) into one of a few batch buffers;
+  2. hand it to the backend at once: an asynchronous backend (a GPU) then holds up to two batches
+     while the next is gathered, a synchronous one computes on the evaluator's worker thread;
+  3. collect the oldest batch, expand its leaves and back their values up (`worker.apply`);
+  4. ask the `Stopper` (time, nodes, depth, smart pruning) whether to stop; send `info` lines.
+Without pipelining (Threads 1) each batch is gathered, evaluated and applied before the next: then
+the tree is lc0's visit for visit (tests/test_search.py).
+
+A `stop` before the root has been evaluated waits for that one evaluation, so the move played is
+always one the search looked at. The best move is the most visited root child (shorter proven win /
+longer proven loss first; equal visits: higher Q, then higher prior), so `go nodes 1` plays the move
+of highest prior, like lc0.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import chess
+import numpy as np
+
+from ..encoding.history import PositionState
+from ..encoding.packed import PackedPlanes
+from ..encoding.policy_map import board_move_to_index
+from . import rules
+from . import score as sc
+from . import worker as wk
+from .evaluator import NNEvaluator
+from .params import MAX_OUT_OF_ORDER_FACTOR, SearchParams, collision_budget, suggested_minibatch
+from .timemgr import IterationStats, SearchLimits, Stopper
+from .tree import DRAW, LOSS, WIN, NodeTree, NodeView
+
+SOLID_TREE_THRESHOLD = 100  # lc0's SolidTreeThreshold (only visible in VerboseMoveStats)
+INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
+_INT_MAX = 2**31 - 1
+_fast_log = sc.fast_log_f64
+
+
+@dataclass
+class EdgeInfo:
+    """One root move as reported in `info`: move, visits, value (mover's view), proven state."""
+
+    move: chess.Move
+    n: int
+    wl: float
+    d: float
+    m: float
+    terminal: bool
+    p: float
+
+
+@dataclass
+class InfoLine:
+    """One `info` line of search progress (rendered by the UCI layer)."""
+
+    depth: int
+    seldepth: int
+    time_ms: int
+    nodes: int
+    score: tuple  # ("cp", int) or ("mate", int)
+    wdl: tuple
+    nps: Optional[int]
+    multipv: Optional[int]
+    pv: list
+    moves_left: Optional[int] = None  # expected moves to the end of the game (nets with MLH)
+
+
+class _Slot:
+    """A batch buffer and what is known of the batch in it."""
+
+    __slots__ = ("arrays", "count", "pending")
+
+    def __init__(self, capacity: int):
+        self.arrays = wk.new_batch(capacity)
+        self.count = 0
+        self.pending = None
+
+    def planes(self) -> PackedPlanes:
+        a, k = self.arrays, self.count
+        return PackedPlanes(a.masks[:k], a.values[:k], a.transform[:k])
+
+
+class Search:
+    """One search from the root of `tree`; `run()` blocks, `start()` runs it in a thread."""
+
+    def __init__(self, tree: NodeTree, root_board: chess.Board, first_state: PositionState,
+                 evaluator: NNEvaluator, params: SearchParams, limits: SearchLimits,
+                 has_wdl: bool = True, has_mlh: bool = False,
+                 searchmoves: Optional[list[chess.Move]] = None,
+                 on_info: Optional[Callable[[list[InfoLine]], None]] = None,
+                 on_bestmove: Optional[Callable[[Optional[chess.Move], Optional[chess.Move]], None]] = None,
+                 on_stats: Optional[Callable[[list[str]], None]] = None,
+                 verbose_stats: bool = False, score_type: str = sc.DEFAULT_SCORE_TYPE):
+        self.tree = tree
+        self.board = root_board.copy(stack=False)
+        self.first_state = first_state
+        self.ev = evaluator
+        self.params = params
+        self.limits = limits
+        self.stopper = Stopper(limits, params.smart_pruning_factor)
+        self.has_wdl = has_wdl
+        self.mlh_enabled = has_mlh
+        self.root_filter = set(searchmoves or ())
+        self.on_info = on_info
+        self.on_bestmove = on_bestmove
+        self.on_stats = on_stats
+        self.verbose_stats = verbose_stats
+        self.score_type = score_type
+        mb = params.minibatch_size or suggested_minibatch(evaluator.backend)
+        self.minibatch = max(1, min(mb, evaluator.backend.max_batch))
+        self.stats = np.zeros(wk.STATS_SIZE, dtype=np.int64)
+        self._stop_flag = np.zeros(1, dtype=np.int32)  # read by the compiled gatherer
+        self._stop = threading.Event()
+        self._ponderhit = threading.Event()
+        self._done = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.start_time = time.monotonic()
+        self.limits_origin = self.start_time
+        self.first_batch_time: Optional[float] = None
+        self._initial_visits = self.root.n
+        self.gathers_while_evaluating = 0
+        self.remaining_playouts = float("inf")
+        self.bestmove: Optional[chess.Move] = None
+        self.pondermove: Optional[chess.Move] = None
+        self.stop_reason = ""
+        self.error: Optional[BaseException] = None
+        self._last_info_time = 0.0
+        self._last_info_key = None
+        self._packed = params.packed(has_mlh, evaluator.input_format, evaluator.fill, evaluator.cache_history_length)
+        self._puct = wk.puct_table(self._packed)
+        legal = [m for m in self.root_filter if self.board.is_legal(m)]
+        self._allowed = np.array([rules.move_to_code(self.board, m) for m in legal] or [-1], dtype=np.int16)
+        self._use_allowed = bool(self.root_filter)
+
+    # ---- counters (kept by the compiled worker)
+    playouts = property(lambda self: int(self.stats[wk.S_PLAYOUTS]))
+    batches = property(lambda self: int(self.stats[wk.S_BATCHES]))
+    nn_evals = property(lambda self: int(self.stats[wk.S_NN_EVALS]))
+    cache_hits = property(lambda self: int(self.stats[wk.S_CACHE_HITS]))
+    collisions = property(lambda self: int(self.stats[wk.S_COLLISIONS]))
+    descents = property(lambda self: int(self.stats[wk.S_DESCENTS]))
+    cum_depth = property(lambda self: int(self.stats[wk.S_CUM_DEPTH]))
+    max_depth = property(lambda self: int(self.stats[wk.S_MAX_DEPTH]))
+    in_flight = property(lambda self: int(self.stats[wk.S_IN_FLIGHT]))
+
+    @property
+    def initial_visits(self) -> int:
+        """Visits the root had from earlier searches (tree reuse), less two-fold draws taken back."""
+        return self._initial_visits - int(self.stats[wk.S_REVERTED])
+
+    @property
+    def root(self) -> NodeView:
+        return self.tree.root
+
+    # ---- control (any thread)
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="search", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the search to finish; returns at once (bestmove follows from the search thread)."""
+        self._stop.set()
+        self._stop_flag[0] = 1
+
+    def ponderhit(self, limits: SearchLimits) -> None:
+        """The pondered move was played: continue with normal limits counted from now."""
+        self.limits = limits
+        self.limits_origin = time.monotonic()
+        self.stopper = Stopper(limits, self.params.smart_pruning_factor)
+        self._ponderhit.set()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    # ---- the search loop (search thread)
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as e:  # reported by the caller; a GUI still gets its bestmove
+            self.error = e
+        finally:
+            try:
+                self._finish()
+            finally:
+                self._done.set()
+
+    def _root_row(self) -> int:
+        return self.tree.root_row
+
+    def _stopping(self) -> bool:
+        """`stop` arrived and the root has its evaluation (without one, lc0 still evaluates it)."""
+        return self._stop.is_set() and self.tree.arrays.n[self._root_row()] > 0
+
+    def _run(self) -> None:
+        if self._root_is_finished():
+            return
+        async_backend = self.ev.backend.is_async
+        pipeline = self.params.pipeline
+        self._max_in_flight = 2 if pipeline else 1
+        cap = self.minibatch
+        self._slots = [_Slot(cap) for _ in range(self._max_in_flight + 1)]
+        self._in_flight: deque = deque()
+        self._max_ooo = max(1, int(MAX_OUT_OF_ORDER_FACTOR * self.minibatch))
+        self._work = wk.new_work(max(cap, self._max_ooo), 64)
+        self._apply_work = wk.new_apply_work()
+        try:
+            self._loop(pipeline, async_backend)
+        finally:
+            while self._in_flight:
+                slot = self._in_flight.popleft()
+                self._revert(slot)
+
+    def _loop(self, pipeline: bool, async_backend: bool) -> None:
+        stats = self.stats
+        while not self._stopping():
+            if not pipeline and self.playouts > 0:
+                # lc0's order without pipelining: gather, evaluate, back up, then ask the stoppers, so
+                # that no further gathering (and its out-of-order visits) happens after the last batch
+                stop = self._check_stop()
+                if stop or self._stopping():
+                    if self._hold_until_stop_or_ponderhit(stop):
+                        continue
+                    return
+            gathered = 0
+            if len(self._in_flight) < self._max_in_flight and not self._stopping():
+                if self._in_flight:
+                    self.gathers_while_evaluating += 1
+                slot = self._free_slot()
+                gathered = self._gather(slot)
+                if gathered:
+                    slot.pending = self.ev.submit(slot.planes())
+                    self._in_flight.append(slot)
+            if self._in_flight and (len(self._in_flight) >= self._max_in_flight or gathered == 0
+                                    or not pipeline):
+                slot = self._in_flight[0]
+                out = slot.pending.result(self._stop if self.tree.arrays.n[self._root_row()] > 0 else None)
+                if out is None:  # stopped while the network was busy: drop the batches
+                    return
+                self._in_flight.popleft()
+                self._apply(slot, out)
+            elif not self._in_flight and gathered == 0 and self.in_flight == 0 and self.root.n == 0:
+                time.sleep(0.001)  # nothing to do yet (cannot normally happen)
+            if pipeline or self.root.n == 0:
+                stop = self._check_stop() if self.root.n > 0 else ""
+                if stop or self._stopping():
+                    if self._hold_until_stop_or_ponderhit(stop):
+                        continue
+                    return
+            self._maybe_send_info()
+        del stats
+
+    def _free_slot(self) -> _Slot:
+        busy = {id(s) for s in self._in_flight}
+        for s in self._slots:
+            if id(s) not in busy:
+                return s
+        raise RuntimeError("no free batch buffer")
+
+    def _hold_until_stop_or_ponderhit(self, stop: str) -> bool:
+        """The stoppers said stop: for go infinite / ponder the bestmove waits for `stop` or a
+        ponderhit (True: a ponderhit gave new limits, search on); otherwise False (finish)."""
+        if stop and self.limits.hold_bestmove and not self._stop.is_set():
+            while self._in_flight:  # nothing half-done while waiting
+                self._revert(self._in_flight.popleft())
+            self._send_info()
+            return self._wait_for_stop_or_ponderhit()
+        return False
+
+    def _wait_for_stop_or_ponderhit(self) -> bool:
+        """Idle until `stop` (False) or a `ponderhit` that gives new limits (True: search on)."""
+        while not self._stop.is_set():
+            if self._ponderhit.is_set():
+                self._ponderhit.clear()
+                if self._check_stop():
+                    if self.limits.hold_bestmove:
+                        continue
+                    return False
+                return True
+            self._stop.wait(0.005)
+        return False
+
+    def _root_is_finished(self) -> bool:
+        """A root without legal moves (mate or stalemate) needs no search."""
+        root = self.root
+        return root.moves is None and root.n == 0 and not any(self.board.generate_legal_moves())
+
+    # ---- gathering and applying (the compiled worker does the work)
+    def _root_allowed(self):
+        """(move codes of `searchmoves`, whether they restrict the root)."""
+        return self._allowed, self._use_allowed
+
+    def _gather(self, slot: _Slot) -> int:
+        tree = self.tree
+        root = self._root_row()
+        cap = self.minibatch
+        t = tree.arrays
+        if self.params.exact_node_limit:
+            cap = min(cap, self.limits.nodes - int(t.n[root]) - self.in_flight)
+        if cap <= 0:
+            slot.count = 0
+            return 0
+        self.remaining_playouts = self.stopper.remaining_playouts
+        allowed, use_allowed = self._root_allowed()
+        best_i = int(wk.best_edge(t, root, allowed, use_allowed)) if t.first_edge[root] >= 0 else -1
+        collisions_left = collision_budget(min(int(t.n[root]), self.remaining_playouts), self.params)
+        work = self._work
+        if len(work.kept_node) < collisions_left + 2:
+            self._work = work = wk.new_work(len(work.out_node) - 16, collisions_left + 2)
+        grow = cap + self._max_ooo + 16
+        tree.reserve(grow, grow * 220)
+        remaining = self.remaining_playouts
+        count = wk.gather(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, self._puct,
+                          allowed, use_allowed, float(remaining), best_i, cap, self._max_ooo, collisions_left,
+                          int(min(self.limits.nodes, 2**62)), self._stop_flag, work)
+        slot.count = int(count)
+        return slot.count
+
+    def _apply(self, slot: _Slot, out) -> None:
+        if self.first_batch_time is None:
+            self.first_batch_time = time.monotonic()
+        tree = self.tree
+        tree.reserve(0, slot.count * 220)
+        mlh = out.mlh if out.mlh is not None else out.q
+        wk.apply(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
+                 np.ascontiguousarray(out.policy, dtype=np.float32), np.ascontiguousarray(out.q, dtype=np.float32),
+                 np.ascontiguousarray(out.d, dtype=np.float32), np.ascontiguousarray(mlh, dtype=np.float32),
+                 out.mlh is not None, self.ev.index_tables, self._apply_work)
+        slot.count = 0
+        slot.pending = None
+
+    def _revert(self, slot: _Slot) -> None:
+        if slot.pending is not None:
+            slot.pending.discard()
+        wk.revert_batch(self.tree.arrays, self.stats, slot.arrays, slot.count)
+        slot.count = 0
+        slot.pending = None
+
+    # ---- stopping
+    def _root_edges(self):
+        """Root edge arrays: (child rows, moves codes, priors); empty when not expanded."""
+        t = self.tree.arrays
+        row = self._root_row()
+        fe = int(t.first_edge[row])
+        if fe < 0:
+            return None
+        ne = int(t.num_edges[row])
+        return t.e_child[fe:fe + ne], t.e_code[fe:fe + ne], t.e_p[fe:fe + ne]
+
+    def _stats(self) -> IterationStats:
+        t = self.tree.arrays
+        row = self._root_row()
+        now = time.monotonic()
+        playouts = self.playouts
+        s = IterationStats(
+            time_ms=(now - self.limits_origin) * 1000.0,
+            total_nodes=int(t.n[row]),
+            playouts=playouts,
+            batches=self.batches,
+            average_depth=self.cum_depth / playouts if playouts else 0.0,
+        )
+        edges = self._root_edges()
+        if t.n[row] > 0 and edges is not None:
+            children = edges[0]
+            for c in children.tolist():  # all root moves, searchmoves or not (as lc0)
+                n = int(t.n[c]) if c >= 0 else 0
+                s.edge_n.append(n)
+                if n == 0:
+                    continue
+                term = t.term[c] != 0
+                wl = float(t.wl[c])
+                if term and wl > 0:
+                    s.win_found = True
+                    depth = sc.mate_score(float(t.m[c]), 1.0)
+                    if s.mate_depth is None or depth < s.mate_depth:
+                        s.mate_depth = depth
+                if term and wl < 0:
+                    s.num_losing_edges += 1
+                if wl > -0.98:
+                    s.may_resign = False
+        return s
+
+    def _check_stop(self) -> str:
+        root = self.root
+        if root.n > 0 and root.moves is None and root.terminal:
+            return "terminal"
+        if self.stopper.check(self._stats()):
+            self.stop_reason = self.stopper.reason
+            return self.stopper.reason or "limit"
+        return ""
+
+    # ---- reporting
+    def _best_edges(self, node: NodeView, count: int, root_level: bool = False) -> list[int]:
+        """Indices of the `count` best children in lc0's GetBestChildrenNoTemperature order."""
+        t = self.tree.arrays
+        row = node.row
+        if t.n[row] == 0 or t.first_edge[row] < 0:
+            return []
+        allowed, use_allowed = self._root_allowed() if root_level else (self._allowed, False)
+        if count == 1:
+            b = int(wk.best_edge(t, row, allowed, use_allowed))
+            return [] if b < 0 else [b]
+        fe, ne = int(t.first_edge[row]), int(t.num_edges[row])
+        idxs = [i for i in range(ne) if not use_allowed or wk.is_allowed(t, fe + i, allowed)]
+        import functools
+
+        def cmp(a, b):
+            return int(wk.prefer(t, int(t.e_child[fe + a]), float(t.e_p[fe + a]), int(t.e_child[fe + b]),
+                                 float(t.e_p[fe + b])))
+        return sorted(idxs, key=functools.cmp_to_key(cmp))[:count]
+
+    def _edge_info(self, i: int) -> EdgeInfo:
+        t = self.tree.arrays
+        row = self._root_row()
+        fe = int(t.first_edge[row])
+        c = int(t.e_child[fe + i])
+        move = rules.code_to_move(int(t.e_code[fe + i]), self.tree.chess960)
+        p = float(t.e_p[fe + i])
+        if c >= 0 and t.n[c] > 0:
+            return EdgeInfo(move, int(t.n[c]), float(t.wl[c]), float(t.d[c]), float(t.m[c]), bool(t.term[c]), p)
+        return EdgeInfo(move, 0, -float(t.wl[row]), float(t.d[row]), 0.0, False, p)
+
+    def _pv(self, i: int) -> list[chess.Move]:
+        t = self.tree.arrays
+        c960 = self.tree.chess960
+        row = self._root_row()
+        fe = int(t.first_edge[row])
+        pv = [rules.code_to_move(int(t.e_code[fe + i]), c960)]
+        node = int(t.e_child[fe + i])
+        while node >= 0 and t.n[node] > 0 and t.first_edge[node] >= 0:
+            b = int(wk.best_edge(t, node, self._allowed, False))
+            if b < 0:
+                break
+            fe = int(t.first_edge[node])
+            pv.append(rules.code_to_move(int(t.e_code[fe + b]), c960))
+            node = int(t.e_child[fe + b])
+        return pv
+
+    def info_lines(self) -> list[InfoLine]:
+        root = self.root
+        now = time.monotonic()
+        elapsed_ms = int((now - self.start_time) * 1000)
+        nps = None
+        playouts = self.playouts
+        if self.first_batch_time is not None:
+            ms = int((now - self.first_batch_time) * 1000)
+            if ms > 0:
+                nps = playouts * 1000 // ms
+        depth = self.cum_depth // playouts if playouts else 0
+        lines = []
+        for k, i in enumerate(self._best_edges(root, max(1, self.params.multipv), root_level=True)):
+            e = self._edge_info(i)
+            if e.terminal and e.wl != 0:
+                score = ("mate", sc.mate_score(e.m, e.wl))
+            else:
+                score = ("cp", sc.uci_score(self.score_type, e.wl, e.d, self.has_wdl))
+            m = e.m if e.n > 0 else 1.0 + root.m  # lc0's default for an unvisited edge
+            lines.append(InfoLine(
+                depth=max(depth, 1), seldepth=self.max_depth, time_ms=elapsed_ms,
+                nodes=playouts + self.initial_visits, score=score,
+                wdl=sc.wdl_triplet(e.wl, e.d, self.score_type), nps=nps,
+                multipv=k + 1 if self.params.multipv > 1 else None, pv=self._pv(i),
+                moves_left=int((1.0 + m) / 2.0) if self.mlh_enabled else None))
+        return lines
+
+    def _send_info(self) -> None:
+        if self.on_info is None or self.root.n == 0:
+            return
+        lines = self.info_lines()
+        if lines:
+            self._last_info_time = time.monotonic()
+            self.on_info(lines)
+
+    def _maybe_send_info(self) -> None:
+        t = self.tree.arrays
+        row = self._root_row()
+        if self.on_info is None or t.n[row] == 0 or t.first_edge[row] < 0:
+            return
+        best = self._best_edges(self.root, 1, root_level=True)
+        playouts = self.playouts
+        depth = self.cum_depth // playouts if playouts else 0
+        key = (best[0] if best else None, depth, self.max_depth)
+        now = time.monotonic()
+        if key != self._last_info_key or now - self._last_info_time >= INFO_MIN_INTERVAL_S:
+            self._last_info_key = key
+            self._send_info()
+
+    def verbose_stats_lines(self) -> list[str]:
+        """lc0's VerboseMoveStats table for the root (one string per move, best last, then the node)."""
+        root = self.root
+        if root.moves is None:
+            return []
+        params = self.params
+        t = self.tree.arrays
+        vp = float(wk.visited_policy(t, root.row))
+        fpu_value = params.fpu_value if params.fpu_value_at_root is None else params.fpu_value_at_root
+        fpu_abs = params.fpu_absolute if params.fpu_absolute_at_root is None else params.fpu_absolute_at_root
+        fpu = fpu_value if fpu_abs else -root.wl - fpu_value * math.sqrt(vp)
+        cpuct = params.cpuct
+        if params.cpuct_factor:
+            cpuct += params.cpuct_factor * _fast_log((root.n + params.cpuct_base) / params.cpuct_base)
+        u_coeff = cpuct * math.sqrt(max(root.n - 1 if root.n > 0 else 0, 1))
+        m_on = self.mlh_enabled and abs(root.wl) > params.moves_left_threshold
+        moves, priors, children = root.moves, root.p, root.children
+        rows = []
+        for i in range(len(moves)):
+            c = children[i]
+            n = c.n if c is not None else 0
+            nif = c.n_in_flight if c is not None else 0
+            q = c.wl if (c is not None and n > 0) else fpu
+            u = u_coeff * priors[i] / (1 + n + nif)
+            m = float(wk.m_utility(t, self._packed, root.row, c.row, q)) if (m_on and n > 0) else 0.0
+            rows.append((n, q + u, i, q, u, m, nif))
+        rows.sort(key=lambda r: (r[0], r[1]))
+        out = []
+        for n, _, i, q, u, m, nif in rows:
+            c = children[i]
+            mv = moves[i]
+            try:
+                nn_index = board_move_to_index(self.board, mv, 0)
+            except ValueError:
+                nn_index = -1
+            line = f"{_king_takes_rook(self.board, mv):<5} ({nn_index:<4}) N: {n:>7} (+{nif:>2}) (P: {_pct(priors[i])}%) "
+            line += _verbose_stats(c, q, solid=root.n >= SOLID_TREE_THRESHOLD)
+            line += f"(U: {u:6.5f}) (S: {q + u + m:8.5f}) "
+            line += _verbose_tail(c, 1)
+            out.append(line)
+        line = f"node  ({root.num_edges:>4}) N: {root.n:>7} (+{root.n_in_flight:>2}) (P: {_pct(vp)}%) "
+        line += _verbose_stats(root, fpu, sign=-1) + _verbose_tail(root, -1)
+        out.append(line)
+        return out
+
+    def _finish(self) -> None:
+        root = self.root
+        best = self._best_edges(root, 1, root_level=True) if root.moves is not None else []
+        if best:
+            i = best[0]
+            self.bestmove = root.moves[i]
+            c = root.children[i]
+            if c is not None and c.n > 0 and c.moves is not None:
+                pb = self._best_edges(c, 1)
+                if pb:
+                    self.pondermove = c.moves[pb[0]]
+        elif root.moves is None or root.n == 0:
+            # Root never expanded (no legal moves, or the search failed before the first evaluation).
+            legal = list(self.board.legal_moves)
+            if self.root_filter:
+                legal = [m for m in legal if m in self.root_filter] or legal
+            self.bestmove = legal[0] if legal else None
+        if root.n > 0 and self.on_info is not None:
+            self._send_info()
+        if self.verbose_stats and self.on_stats is not None:
+            self.on_stats(self.verbose_stats_lines())
+        if self.on_bestmove is not None:
+            self.on_bestmove(self.bestmove, self.pondermove)
+
+
+def _king_takes_rook(board: chess.Board, mv: chess.Move) -> str:
+    """Move text as lc0's verbose stats print it: castling as king-takes-rook (e1h1)."""
+    if not board.chess960 and board.is_castling(mv):
+        rook = (mv.to_square & ~7) | (7 if mv.to_square > mv.from_square else 0)
+        return chess.Move(mv.from_square, rook).uci()
+    return mv.uci()
+
+
+def _pct(p: float) -> str:
+    return f"{p * 100:5.{1 if p >= 0.99995 else 2}f}"
+
+
+def _verbose_stats(n: Optional[NodeView], fpu: float, sign: int = 1, solid: bool = False) -> str:
+    if n is None:
+        if solid:  # lc0 allocates all children of a node with >= 100 visits: blank stats, not dashes
+            return "(WL:  0.00000) (D: 0.000) (M:  0.0) (Q:  0.00000) "
+        return f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
+    wl, d, _ = sc.wdl_rescale_display(sign * n.wl, n.d)
+    return f"(WL: {float(wl):8.5f}) (D: {float(d):5.3f}) (M: {n.m:4.1f}) (Q: {float(wl):8.5f}) "
+
+
+def _verbose_tail(n: Optional[NodeView], sign: int) -> str:
+    v = None
+    if n is not None:
+        v = n.wl if n.terminal else n.v
+    text = f"(V: {sign * v:7.4f}) " if v is not None else "(V:  -.----) "
+    if n is not None:
+        lo, up = (n.lower, n.upper) if sign > 0 else (-n.upper, -n.lower)
+        if lo == up:
+            text += "(T) "
+        elif lo == DRAW and up == WIN:
+            text += "(W) "
+        elif lo == LOSS and up == DRAW:
+            text += "(L) "
+    return text
+
+
+def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False) -> None:
+    """Run every compiled entry point once with the types a real search uses: compiles the search
+    (about a minute, first start only) or loads it from the disk cache, before a GUI's first `go`.
+    Uses its own tree and NN cache; the backend evaluates a few positions."""
+    from ..encoding.position import parse_position
+
+    ev = NNEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
+    ev.fill = evaluator.fill
+    ev.cache_history_length = evaluator.cache_history_length
+    try:
+        tree = NodeTree()
+        for moves in ([], ["e2e4"]):  # the second one reuses the tree
+            h = parse_position(None, moves)
+            tree.set_position("startpos", moves, h.last)
+            params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0)
+            s = Search(tree, h.board, h.first, ev, params, SearchLimits(nodes=24), has_wdl=has_wdl,
+                       has_mlh=has_mlh, searchmoves=list(h.board.legal_moves)[:3], verbose_stats=True,
+                       on_info=lambda lines: None, on_stats=lambda lines: None)
+            s.run()
+            if s.error is not None:
+                raise s.error
+            t = tree.arrays
+            root = tree.root_row
+            fe = int(t.first_edge[root])
+            wk.m_utility(t, s._packed, root, int(t.e_child[fe]), 0.5)
+            wk.revert_batch(t, s.stats, wk.new_batch(1), 0)
+    finally:
+        ev.close()
