@@ -3,8 +3,11 @@
 Commands: uci, isready, setoption, ucinewgame, position (startpos | fen ... [moves ...]), go (wtime
 btime winc binc movestogo nodes movetime depth mate infinite searchmoves ponder), stop, ponderhit,
 quit (and `debug`, accepted and ignored). `go` starts a search thread and returns at once, `stop` never blocks, `isready` answers
-readyok while a search runs. The network is loaded on the first `isready` or `go` (and again after
-WeightsFile, Backend or BackendOptions change), with `info string` progress.
+readyok while a search runs. A `go` that arrives while a search runs aborts that search without a
+bestmove, as lc0 v0.32.1 does (its new Search replaces the running one, whose destructor calls
+Abort(), which marks the bestmove as sent): the one bestmove answers the last `go`. The network is
+loaded on the first `isready` or `go` (and again after WeightsFile, Backend or BackendOptions
+change), with `info string` progress.
 
 Every line is handled in try/except: a malformed command, an illegal move in `position`, an
 unknown option or a bad value is answered with `info string error: ...` and the loop goes on. A net
@@ -241,6 +244,8 @@ class UciEngine:
         self.inp = inp if inp is not None else sys.stdin
         self.out = out if out is not None else sys.stdout
         self._out_lock = threading.Lock()
+        self._bestmove_lock = threading.Lock()  # orders a search's bestmove against its abort
+        self._search_aborted: Optional[threading.Event] = None
         self.options = {o.name.lower(): o for o in default_options()}
         for name, value in (overrides or {}).items():
             if value is not None:
@@ -372,8 +377,8 @@ class UciEngine:
         return _Position(fen, list(moves), history, chess960, board)
 
     def cmd_go(self, args: str) -> None:
-        self._stop_and_wait()
-        go = parse_go(args)
+        go = parse_go(args)  # a malformed go leaves a running search alone
+        self._abort_and_wait()
         if self.position is None and self.position_error is not None:
             self.error(f"no position to search ({self.position_error})")
             self.send("bestmove (none)")
@@ -409,7 +414,9 @@ class UciEngine:
         """Load the network / create the backend if the options changed. False (reported) on failure."""
         from .backends.factory import create_backend, gpu_usable, head_options, parse_backend_options
         from .net.loader import load_net
-        from .search.mcts import NNEvaluator
+        from .search.evaluator import NNEvaluator
+        from .search.jit import is_compiled
+        from .search.search import warm_up
 
         path = str(self.opt("WeightsFile"))
         backend_name = self.opt("Backend")
@@ -442,6 +449,16 @@ class UciEngine:
         self.backend = backend
         self.evaluator = NNEvaluator(backend, net.input_format, self.opt("NNCacheSize"),
                                      self.opt("PolicyTemperature"))
+        self._sync_evaluator()
+        try:
+            if not is_compiled():
+                print("lc0-rocm: compiling the search for this machine (first start only, about a minute)",
+                      file=sys.stderr, flush=True)
+            warm_up(self.evaluator, net.has_wdl, net.has_moves_left)
+        except Exception as e:
+            self.error(f"cannot start the search: {type(e).__name__}: {e}")
+            self._unload()
+            return False
         self._loaded_key = key
         self.tree = None
         body = "attention body" if net.is_attention_body else "residual tower"
@@ -473,7 +490,7 @@ class UciEngine:
 
     # ---- search
     def _params(self):
-        from .search.mcts import SearchParams
+        from .search.params import SearchParams
 
         return SearchParams(
             cpuct=self.opt("CPuct"), cpuct_base=self.opt("CPuctBase"), cpuct_factor=self.opt("CPuctFactor"),
@@ -483,8 +500,8 @@ class UciEngine:
         )
 
     def _start_search(self, go: GoParams) -> None:
-        from .search.mcts import Search
-        from .search.node import NodeTree
+        from .search.search import Search
+        from .search.tree import NodeTree
 
         pos = self.position
         board = pos.board
@@ -498,10 +515,11 @@ class UciEngine:
         if self.tree is None:
             self.tree = NodeTree()
         start_key = f"{pos.fen or 'startpos'}|{pos.chess960}"
-        self.tree.set_position(start_key, pos.moves, pos.history.last)
+        self.tree.set_position(start_key, pos.moves, pos.history.last, chess960=pos.chess960)
         limits = self.time_manager.limits(go, board.ply(), board.turn == chess.BLACK)
         self.go_params = go
         chess960 = pos.chess960
+        aborted = self._search_aborted = threading.Event()
 
         def on_bestmove(best, ponder, _limits=limits):
             s = self.search
@@ -509,6 +527,11 @@ class UciEngine:
                 self.time_manager.search_done(s.limits, (time.monotonic() - s.limits_origin) * 1000.0)
                 if s.error is not None:
                     self.error(f"search failed: {type(s.error).__name__}: {s.error}")
+            with self._bestmove_lock:
+                if not aborted.is_set():
+                    send_bestmove(best, ponder)
+
+        def send_bestmove(best, ponder):
             if best is None:
                 self.send("bestmove (none)")
             elif ponder is not None:
@@ -552,6 +575,17 @@ class UciEngine:
     def _stop_and_wait(self) -> None:
         s = self.search
         if s is not None and s.running:
+            s.stop()
+            s.wait()
+
+    def _abort_and_wait(self) -> None:
+        """Stop a running search without its bestmove (lc0's Search::Abort); a bestmove already
+        being sent (the search ended on its own) still goes out, before this returns."""
+        s = self.search
+        if s is not None and s.running:
+            with self._bestmove_lock:
+                if self._search_aborted is not None:
+                    self._search_aborted.set()
             s.stop()
             s.wait()
 

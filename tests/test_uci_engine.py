@@ -54,8 +54,8 @@ def maia_engine():
 class Raw:
     """The engine on raw pipes, with a reader thread so reads can time out."""
 
-    def __init__(self, *args: str):
-        self.p = subprocess.Popen(engine_cmd(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    def __init__(self, *args: str, cmd: list[str] | None = None):
+        self.p = subprocess.Popen(cmd or engine_cmd(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, bufsize=1)
         self.lines: queue.Queue = queue.Queue()
         self.seen: list[str] = []
@@ -217,6 +217,54 @@ def test_stop_during_go_infinite_answers_at_once():
         print(f"stop -> bestmove: {latency * 1000:.1f} ms")
         assert latency < 0.5  # < 50 ms on an idle machine; generous for a loaded 2-core CI box
         assert chess.Move.from_uci(line.split()[1]) in chess.Board("rnbqkbnr/pppppppp/8/8/3P4/8/PPP1PPPP/RNBQKBNR b KQkq - 0 1").legal_moves
+    finally:
+        raw.close()
+
+
+def _go_during_a_search(raw: Raw) -> list[str]:
+    """`go infinite`, then `go nodes 10 searchmoves h2h3` while it runs, `stop` and `go nodes 10`:
+    every bestmove line, in order. lc0 v0.32.1 aborts the running search without its bestmove (the new
+    Search replaces it; Search::Abort marks the bestmove as sent), so 3 gos get 2 answers."""
+    raw.send("isready")
+    raw.until("readyok", timeout=60)
+    raw.send("position startpos")
+    raw.send("go infinite")
+    raw.until("info depth", timeout=30)  # the first search is running
+    raw.send("go nodes 10 searchmoves h2h3")
+    _, first, before = raw.until("bestmove", timeout=30)  # no stop needed: it answers the second go
+    raw.send("stop")  # nothing is running now: no answer
+    raw.send("isready")
+    _, _, between = raw.until("readyok", timeout=30)
+    raw.send("go nodes 10")
+    _, last, after = raw.until("bestmove", timeout=30)
+    extra = [] if raw.no_line("bestmove", 0.5) else ["bestmove (one more)"]
+    return [x for x in before + [first] + between + after + [last] if x.startswith("bestmove")] + extra
+
+
+def _check_go_during_a_search(bestmoves: list[str]) -> None:
+    assert len(bestmoves) == 2, bestmoves
+    assert bestmoves[0].split()[1] == "h2h3", bestmoves  # the second go's answer, not the aborted first's
+    assert chess.Move.from_uci(bestmoves[1].split()[1]) in chess.Board().legal_moves
+
+
+def test_go_during_a_search_aborts_it_as_lc0_does():
+    raw = Raw("-w", str(SMALL))
+    try:
+        _check_go_during_a_search(_go_during_a_search(raw))
+        assert raw.p.poll() is None
+    finally:
+        raw.close()
+
+
+@pytest.mark.oracle
+def test_lc0_also_aborts_a_search_on_go():
+    """The rule above, checked on the real lc0 (eigen, maia-1900)."""
+    if shutil.which("lc0") is None:
+        pytest.skip("lc0 binary not on PATH")
+    maia_args()
+    raw = Raw(cmd=["lc0", f"--weights={MAIA}", "--backend=eigen", "--threads=1"])
+    try:
+        _check_go_during_a_search(_go_during_a_search(raw))
     finally:
         raw.close()
 

@@ -7,7 +7,9 @@ and the priors of the legal moves: for each, its index in the move generator's o
 in lc0's 16-bit packed form (`Edge::SetP`), sorted high to low as the node's edges are. Entries
 live in a 4-way set-associative table (an insert replaces the oldest of four slots); the priors in
 a ring buffer that overwrites the oldest data, an entry whose data was overwritten reads as a miss.
-Capacity is in positions (`NNCacheSize`); memory is taken from the OS as the cache fills.
+Capacity is in positions (`NNCacheSize`). The table starts small and doubles (entries re-inserted)
+while it is more than half full, up to that capacity: a fresh cache touches little memory (the
+first touch of fresh pages, not the lookups, was the cost of a large table allocated at once).
 """
 
 from __future__ import annotations
@@ -22,20 +24,40 @@ CacheArrays = namedtuple("CacheArrays", ["keys", "qdm", "count", "pos", "order",
 # meta: [0] ring write position (absolute), [1] ring size, [2] slot mask (-1: cache off), [3] entries stored
 AVG_MOVES = 48  # ring room per position: more than the legal moves of a typical position
 WAYS = 4
+FIRST_SLOTS = 1 << 12
 
 
-def new_cache(size: int) -> CacheArrays:
-    """A cache for `size` positions (0: off)."""
-    size = max(0, int(size))
+def _slots_for(size: int) -> int:
     slots = 1
     while slots < size:
         slots *= 2
-    ring = max(256, size * AVG_MOVES)
+    return slots
+
+
+def new_cache(size: int, slots: int = FIRST_SLOTS) -> CacheArrays:
+    """A cache for `size` positions (0: off) with `slots` slots to start with."""
+    size = max(0, int(size))
+    slots = min(_slots_for(size), slots) if size > 0 else 1
+    ring = max(256, min(size, slots) * AVG_MOVES)
     return CacheArrays(
         keys=np.zeros(slots, dtype=np.uint64), qdm=np.zeros((slots, 3), dtype=np.float32),
         count=np.zeros(slots, dtype=np.int16), pos=np.zeros(slots, dtype=np.int64),
         order=np.zeros(ring, dtype=np.uint8), prior=np.zeros(ring, dtype=np.uint16),
         meta=np.array([0, ring, slots - 1 if size > 0 else -1, 0], dtype=np.int64))
+
+
+@jit
+def copy_entries(src, dst):
+    """Re-insert every live entry of `src` into `dst`."""
+    head = src.meta[0]
+    ring = src.meta[1]
+    for s in range(len(src.keys)):
+        p = src.pos[s]
+        if p != 0 and p - 1 >= head - ring:
+            off = (p - 1) % ring
+            cnt = src.count[s]
+            store(dst, src.keys[s], src.qdm[s, 0], src.qdm[s, 1], src.qdm[s, 2], cnt, src.order[off:off + cnt],
+                  src.prior[off:off + cnt])
 
 
 @jit
@@ -111,6 +133,19 @@ class NNCache:
     def __init__(self, size: int = 2_000_000):
         self.size = max(0, int(size))
         self.arrays = new_cache(self.size)
+
+    def make_room(self, new_entries: int) -> None:
+        """Double the table (up to the capacity) while `new_entries` more would fill it over half."""
+        a = self.arrays
+        slots = len(a.keys)
+        limit = _slots_for(self.size)
+        if a.meta[2] < 0 or slots >= limit or 2 * (int(a.meta[3]) + new_entries) <= slots:
+            return
+        while slots < limit and 2 * (int(a.meta[3]) + new_entries) > slots:
+            slots *= 2
+        bigger = new_cache(self.size, slots)
+        copy_entries(a, bigger)
+        self.arrays = bigger
 
     def clear(self) -> None:
         self.arrays = new_cache(self.size)

@@ -18,6 +18,7 @@ of highest prior, like lc0.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -136,7 +137,7 @@ class Search:
         self._last_info_time = 0.0
         self._last_info_key = None
         self._packed = params.packed(has_mlh, evaluator.input_format, evaluator.fill, evaluator.cache_history_length)
-        self._puct = wk.puct_table(self._packed)
+        self._puct = _puct_table(params.cpuct, params.cpuct_base, params.cpuct_factor)
         legal = [m for m in self.root_filter if self.board.is_legal(m)]
         self._allowed = np.array([rules.move_to_code(self.board, m) for m in legal] or [-1], dtype=np.int16)
         self._use_allowed = bool(self.root_filter)
@@ -224,7 +225,6 @@ class Search:
                 self._revert(slot)
 
     def _loop(self, pipeline: bool, async_backend: bool) -> None:
-        stats = self.stats
         while not self._stopping():
             if not pipeline and self.playouts > 0:
                 # lc0's order without pipelining: gather, evaluate, back up, then ask the stoppers, so
@@ -253,14 +253,14 @@ class Search:
                 self._apply(slot, out)
             elif not self._in_flight and gathered == 0 and self.in_flight == 0 and self.root.n == 0:
                 time.sleep(0.001)  # nothing to do yet (cannot normally happen)
-            if pipeline or self.root.n == 0:
-                stop = self._check_stop() if self.root.n > 0 else ""
+            root_n = int(self.tree.arrays.n[self._root_row()])
+            if pipeline or root_n == 0:
+                stop = self._check_stop() if root_n > 0 else ""
                 if stop or self._stopping():
                     if self._hold_until_stop_or_ponderhit(stop):
                         continue
                     return
             self._maybe_send_info()
-        del stats
 
     def _free_slot(self) -> _Slot:
         busy = {id(s) for s in self._in_flight}
@@ -318,9 +318,10 @@ class Search:
         collisions_left = collision_budget(min(int(t.n[root]), self.remaining_playouts), self.params)
         work = self._work
         if len(work.kept_node) < collisions_left + 2:
-            self._work = work = wk.new_work(len(work.out_node) - 16, collisions_left + 2)
+            self._work = work = wk.new_work(len(work.out_node) - 16, max(collisions_left + 2, 2 * len(work.kept_node)))
         grow = cap + self._max_ooo + 16
         tree.reserve(grow, grow * 220)
+        self.ev.cache.make_room(2 * grow)  # this gathering's and the batch in flight's entries
         remaining = self.remaining_playouts
         count = wk.gather(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, self._puct,
                           allowed, use_allowed, float(remaining), best_i, cap, self._max_ooo, collisions_left,
@@ -393,8 +394,9 @@ class Search:
         return s
 
     def _check_stop(self) -> str:
-        root = self.root
-        if root.n > 0 and root.moves is None and root.terminal:
+        t = self.tree.arrays
+        row = self._root_row()
+        if t.n[row] > 0 and t.first_edge[row] < 0 and t.term[row]:
             return "terminal"
         if self.stopper.check(self._stats()):
             self.stop_reason = self.stopper.reason
@@ -414,8 +416,6 @@ class Search:
             return [] if b < 0 else [b]
         fe, ne = int(t.first_edge[row]), int(t.num_edges[row])
         idxs = [i for i in range(ne) if not use_allowed or wk.is_allowed(t, fe + i, allowed)]
-        import functools
-
         def cmp(a, b):
             return int(wk.prefer(t, int(t.e_child[fe + a]), float(t.e_p[fe + a]), int(t.e_child[fe + b]),
                                  float(t.e_p[fe + b])))
@@ -565,6 +565,14 @@ class Search:
             self.on_stats(self.verbose_stats_lines())
         if self.on_bestmove is not None:
             self.on_bestmove(self.bestmove, self.pondermove)
+
+
+@functools.lru_cache(maxsize=4)
+def _puct_table(cpuct: float, base: float, factor: float) -> np.ndarray:
+    """cpuct(N) * sqrt(N - 1) for N < 65536 (shared by the searches of the same settings)."""
+    table = wk.puct_table(SearchParams(cpuct=cpuct, cpuct_base=base, cpuct_factor=factor).packed(False, 1, "no", 7))
+    table.setflags(write=False)
+    return table
 
 
 def _king_takes_rook(board: chess.Board, mv: chess.Move) -> str:

@@ -35,7 +35,7 @@ import numpy as np
 from . import encode as enc
 from . import nncache
 from . import rules
-from .jit import jit
+from .jit import jit, jit_alloc
 from .params import (P_CACHE_HISTORY, P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FILL, P_FPU, P_FPU_ABSOLUTE,
                      P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT, P_INPUT_FORMAT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC,
                      P_ML_SCALED, P_ML_SLOPE, P_ML_THRESHOLD, P_MLH, P_STICKY, P_TEMPERATURE, P_TWO_FOLD,
@@ -94,7 +94,7 @@ def puct_of(p, n):
     return cpuct * math.sqrt(n - 1 if n > 1 else 1)
 
 
-@jit
+@jit_alloc
 def puct_table(p):
     out = np.empty(PUCT_TABLE_SIZE, dtype=np.float64)
     for n in range(PUCT_TABLE_SIZE):
@@ -225,10 +225,10 @@ def revert_two_fold(t, s, child, depth, root):
 
 
 @jit
-def maybe_set_bounds(t, par, m, root, fix):
-    """Bounds of `par` from its children; makes it terminal when they meet. Returns False when
-    nothing was set; else fills fix = (n_to_fix, v_delta, d_delta, m_delta), n_to_fix 0 when only
-    the bounds changed."""
+def maybe_set_bounds(t, par, m, root):
+    """Bounds of `par` from its children; makes it terminal when they meet. Returns (set, n_to_fix,
+    v_delta, d_delta, m_delta): set False when nothing was set, n_to_fix 0 when only the bounds
+    changed."""
     losing_m = 0.0
     lower = LOSS
     upper = LOSS
@@ -250,7 +250,7 @@ def maybe_set_bounds(t, par, m, root, fix):
         if eu == LOSS and c >= 0 and t.n[c] > 0 and t.m[c] > losing_m:
             losing_m = t.m[c]
     if lower == LOSS and upper == WIN:
-        return False
+        return False, 0, 0.0, 0.0, 0.0
     if lower == upper:
         n_to_fix = t.n[par]
         cur_v = t.wl[par]
@@ -258,18 +258,10 @@ def maybe_set_bounds(t, par, m, root, fix):
         cur_m = t.m[par]
         plies = (max(losing_m, m) if upper == LOSS else m) + 1.0
         make_terminal(t, par, -upper, plies, END_OF_GAME, root)
-        fix[0] = n_to_fix
-        fix[1] = -(t.wl[par] - cur_v)
-        fix[2] = t.d[par] - cur_d
-        fix[3] = t.m[par] - cur_m
-        return True
+        return True, n_to_fix, -(t.wl[par] - cur_v), t.d[par] - cur_d, t.m[par] - cur_m
     t.lower[par] = -upper
     t.upper[par] = -lower
-    fix[0] = 0.0
-    fix[1] = 0.0
-    fix[2] = 0.0
-    fix[3] = 0.0
-    return True
+    return True, 0, 0.0, 0.0, 0.0
 
 
 @jit
@@ -299,7 +291,6 @@ def backup(t, s, p, node, v, d, m, depth, root):
             m += 1
             n = t.parent[n]
     else:
-        fix = np.zeros(4)
         n_to_fix = 0
         v_delta = 0.0
         d_delta = 0.0
@@ -325,12 +316,12 @@ def backup(t, s, p, node, v, d, m, depth, root):
             if t.term[par] != NON_TERMINAL:
                 n_to_fix = 0
             if update_bounds and par != root and t.term[par] == NON_TERMINAL:
-                update_bounds = maybe_set_bounds(t, par, m, root, fix)
-                if update_bounds and fix[0] > 0:
-                    n_to_fix = int(fix[0])
-                    v_delta = fix[1]
-                    d_delta = fix[2]
-                    m_delta = fix[3]
+                update_bounds, fix_n, fix_v, fix_d, fix_m = maybe_set_bounds(t, par, m, root)
+                if update_bounds and fix_n > 0:
+                    n_to_fix = fix_n
+                    v_delta = fix_v
+                    d_delta = fix_d
+                    m_delta = fix_m
             else:
                 update_bounds = False
             v = -v
@@ -443,18 +434,25 @@ def mix64(x):
 
 
 @jit
+def unpack_prior(packed):
+    """The float32 prior of lc0's 16-bit form: bits (packed << 12) | (3 << 28), i.e. exponent field
+    96 + (packed >> 11) and 11 mantissa bits (Edge::GetP)."""
+    bits = (np.int64(packed) << 12) | (3 << 28)
+    exponent = (bits >> 23) & 0xFF
+    mantissa = bits & 0x7FFFFF
+    return np.float32(math.ldexp(1.0 + mantissa / 8388608.0, int(exponent) - 127))
+
+
+@jit
 def expand_from_cache(t, c, node, slot, codes):
     """Edges of `node` from a cache entry (moves in generator order `codes`)."""
     cnt = c.count[slot]
     off = nncache.entry_offset(c, slot)
     fe = t.meta[M_ETOP]
     t.meta[M_ETOP] = fe + cnt
-    bits = np.empty(1, dtype=np.uint32)
-    fl = bits.view(np.float32)
     for k in range(cnt):
         t.e_code[fe + k] = codes[c.order[off + k]]
-        bits[0] = (np.uint32(c.prior[off + k]) << np.uint32(12)) | np.uint32(3 << 28)
-        t.e_p[fe + k] = fl[0]
+        t.e_p[fe + k] = unpack_prior(c.prior[off + k])
         t.e_child[fe + k] = -1
     t.first_edge[node] = fe
     t.num_edges[node] = cnt
