@@ -454,7 +454,7 @@ class UciEngine:
             if not is_compiled():
                 print("lc0-rocm: compiling the search for this machine (first start only, about a minute)",
                       file=sys.stderr, flush=True)
-            warm_up(self.evaluator, net.has_wdl, net.has_moves_left)
+            warm_up(self.evaluator, net.has_wdl, net.has_moves_left, int(self.opt("MinibatchSize")))
         except Exception as e:
             self.error(f"cannot start the search: {type(e).__name__}: {e}")
             self._unload()

@@ -184,13 +184,14 @@ LAST_STATS: dict = {}
 def run_searches(backend, net, positions, nodes, minibatch) -> tuple[int, float]:
     """(playouts, seconds) summed over the positions (batch counts in LAST_STATS)."""
     playouts, seconds = 0, 0.0
-    LAST_STATS.update(batches=0, nn_evals=0)
+    LAST_STATS.update(batches=0, nn_evals=0, playouts=0)
     for pos in positions:
         s, dt = run_search(backend, net, pos, nodes, minibatch)
         playouts += s.playouts
         seconds += dt
         LAST_STATS["batches"] += s.batches
         LAST_STATS["nn_evals"] += s.nn_evals
+        LAST_STATS["playouts"] += s.playouts
     return playouts, seconds
 
 
@@ -253,6 +254,9 @@ def mode_nps(args) -> None:
           f"{len(positions)} positions, repeat {args.repeat}")
     print(f"machine: {describe_machine()}")
     planes = bench_planes(net, mb)
+    t0 = time.perf_counter()
+    backend.prepare(mb)  # what the engine does at isready: every batch size's graphs and GEMM plans
+    print(f"backend prepare({mb}): {time.perf_counter() - t0:.2f} s")
     backend.evaluate(planes)  # warm-up (graph capture, BLAS buffers, caches)
     run_search(backend, net, positions[0], min(args.nodes, 4 * mb), mb)
     search, raw, raw_ovl = [], [], []
@@ -269,6 +273,9 @@ def mode_nps(args) -> None:
     print(f"{'search nps':<34}{med(search):>10.0f}   ({LAST_STATS['batches']} batches, mean "
           f"{LAST_STATS['nn_evals'] / max(1, LAST_STATS['batches']):.1f} positions)")
     print(f"{'search / raw serial':<34}{med(search) / med(raw):>10.2f}")
+    print(f"{'batch fill (mean positions)':<34}{LAST_STATS['nn_evals'] / max(1, LAST_STATS['batches']):>10.1f}   "
+          f"of {mb}")
+    print(f"{'NN evaluations per node':<34}{LAST_STATS['nn_evals'] / max(1, LAST_STATS['playouts']):>10.3f}")
     backend.close()
 
 

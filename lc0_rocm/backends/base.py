@@ -58,6 +58,10 @@ class Backend(ABC):
         """The outputs of a submitted batch (waits for them if needed)."""
         return handle
 
+    def prepare(self, max_batch: int) -> None:
+        """Get ready for batches of up to `max_batch` positions before a search needs them (a GPU
+        backend plans, tunes and captures its batch sizes); the default does nothing."""
+
     @property
     def is_async(self) -> bool:
         """True when `submit` returns before the evaluation is done (the backend overrides submit)."""

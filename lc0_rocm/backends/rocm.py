@@ -10,6 +10,8 @@ A thin `Backend` over `lc0_rocm.gpu.network.GpuNetwork` (one device) or `lc0_roc
   `mlh` (true/false);
   `graph_capture` (true/false, default true: each batch size is captured into hipGraphs on first use
   and replayed); `graph_precapture` (N: run and capture batch sizes 1..N at start, default 0);
+  `buckets` (true/false, default true: a batch runs at the next of a few sizes, 1..8, then steps of
+  8 / 32 / 128, so a search meets prepared graphs; `prepare(n)` runs them all once);
   `attention` (auto, simple, tiled or t128: the attention kernel; auto = t128 where it applies); `vector_ln` (true/false, default true: the
   16-byte-access LayerNorm kernel where widths allow); `side_stream` (true/false, default true: smolgen
   runs on a second stream beside Q|K|V at batches of at most 64); `gemv` (true/false, default false:
@@ -113,6 +115,7 @@ class RocmBackend(Backend):
         side_stream = _bool_option(opts, "side_stream", True)
         gemv = _bool_option(opts, "gemv", False)
         gemm_tune = _bool_option(opts, "gemm_tune", True)
+        buckets = _bool_option(opts, "buckets", True)
         attention = opts.get("attention", "auto").strip().lower()
         if attention not in _ATTENTION:
             raise BackendError(f"backend option attention={opts['attention']!r}: expected one of {', '.join(_ATTENTION)}")
@@ -131,7 +134,7 @@ class RocmBackend(Backend):
             self.name = "rocm-fp16" if precision == "fp16" else "rocm"
             dtype = "f16" if precision == "fp16" else "f32"
             kw = dict(graphs=graphs, mha_variant=attention, vector_ln=vector_ln, side_stream=side_stream, gemv=gemv,
-                      gemm_tune=gemm_tune)
+                      gemm_tune=gemm_tune, buckets=buckets)
             if len(devices) == 1:
                 self.network = GpuNetwork(net, self.device, dtype, self._max_batch, **kw)
             else:
@@ -144,6 +147,18 @@ class RocmBackend(Backend):
         except (ValueError, RuntimeError, OSError) as e:
             self._close_quietly()
             raise BackendError(f"cannot start the GPU backend: {type(e).__name__}: {_one_line(e)}") from None
+
+    @property
+    def preferred_batch(self) -> int:
+        """MinibatchSize 0 on this backend: lc0's CUDA heuristic, twice the compute units
+        (`network_cuda.cc: GetMiniBatchSize`), rounded down to a prepared run size."""
+        net = self.network
+        runner = net.runners[0] if hasattr(net, "runners") else net
+        want = max(1, 2 * int(getattr(self.device, "cu_count", 0) or 128))
+        if runner is None or not getattr(runner, "buckets", False):
+            return min(want, self.max_batch)
+        sizes = [s for s in runner.bucket_sizes(min(want, runner.max_batch)) if s <= want]
+        return sizes[-1] * (len(net.runners) if hasattr(net, "runners") else 1)
 
     @property
     def max_batch(self) -> int:
@@ -178,6 +193,14 @@ class RocmBackend(Backend):
 
     def evaluate(self, planes: PackedPlanes) -> NetOutputs:
         return self.collect(self.submit(planes))
+
+    def prepare(self, max_batch: int) -> None:
+        """Plan, tune and capture every run size of batches up to `max_batch` (the engine does this at
+        `isready`, so that no search meets a new batch size)."""
+        try:
+            self._net().prepare(max_batch, self.mlh)
+        except Lc0RocmError as e:
+            raise BackendError(f"GPU preparation failed: {_one_line(e)}") from None
 
     def evaluate_timed(self, planes: PackedPlanes) -> tuple[NetOutputs, float]:
         """(outputs, device seconds from the first upload to the last download)."""

@@ -100,6 +100,12 @@ class MultiGpuNetwork:
         out = res[0][0] if len(res) == 1 else concat_outputs([o for o, _ in res])
         return (out, sum(s for _, s in res)) if timed else out
 
+    def prepare(self, up_to: int, with_mlh: bool = True) -> None:
+        """Every run size of the pieces a batch of up to `up_to` positions is split into, on each device."""
+        piece = -(-min(up_to, self.max_batch) // len(self.runners))
+        for r in self.runners:
+            r.prepare(piece, with_mlh)
+
     def warm_up(self, sizes, with_mlh: bool = True) -> None:
         for n in sizes:
             for size in set(split_sizes(n, len(self.runners))):

@@ -143,6 +143,7 @@ class Pending:
     with_mlh: bool
     collected: bool = False
     timed: bool = False
+    n_valid: int = 0  # positions of the caller's batch (n rows were computed)
 
 
 class GpuNetwork:
@@ -150,13 +151,15 @@ class GpuNetwork:
 
     def __init__(self, net: NetDescription, device, dtype: str = "f16", max_batch: int = 1024,
                  gemm: Gemm | None = None, graphs: bool = True, mha_variant: str = "auto",
-                 vector_ln: bool = True, side_stream: bool = True, gemv: bool = False, gemm_tune: bool = True):
+                 vector_ln: bool = True, side_stream: bool = True, gemv: bool = False, gemm_tune: bool = True,
+                 buckets: bool = True):
         if dtype not in DTYPE_ITEMSIZE:
             raise ValueError(f"dtype must be 'f32' or 'f16', got {dtype!r}")
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.net, self.device, self.dtype, self.max_batch = net, device, dtype, int(max_batch)
         self.use_graphs = bool(graphs)
+        self.buckets = bool(buckets)
         self._own_gemm = gemm is None
         device.make_current()
         stream = Stream(device)
@@ -290,6 +293,11 @@ class GpuNetwork:
         self._graphs[(n, with_mlh)] = (ga, gb)
         self.graph_captures += 1
 
+    def prepare(self, up_to: int, with_mlh: bool = True) -> None:
+        """Run (and capture) every run size a batch of up to `up_to` positions can take."""
+        self.warm_up(self.bucket_sizes(up_to) if self.buckets else range(1, min(up_to, self.max_batch) + 1),
+                     with_mlh)
+
     def warm_up(self, sizes, with_mlh: bool = True) -> None:
         """Run (and capture graphs for) each batch size once, on zero planes (lc0's graph pre-capture)."""
         for n in sizes:
@@ -299,11 +307,26 @@ class GpuNetwork:
 
     # ------------------------------------------------------------------ asynchronous API
 
+    def run_size(self, n: int) -> int:
+        """Rows computed for a batch of n: n itself, or with `buckets` the next of a few sizes (1..8,
+        then steps of 8 to 64, 32 to 256, 128 beyond), so that a search's varying batch sizes meet
+        graphs and GEMM plans prepared in advance instead of planning, tuning and capturing mid-search."""
+        if not self.buckets or n <= 8:
+            return n
+        step = 8 if n <= 64 else (32 if n <= 256 else 128)
+        return min(self.max_batch, -(-n // step) * step)
+
+    def bucket_sizes(self, up_to: int) -> list[int]:
+        """The distinct run sizes of batches of 1..up_to positions."""
+        return sorted({self.run_size(n) for n in range(1, min(up_to, self.max_batch) + 1)})
+
     def submit(self, planes: PackedPlanes, with_mlh: bool = True, timed: bool = False) -> Pending:
-        """Queue one batch of at most max_batch positions; returns at once (`timed`: for collect(timed=True))."""
-        n = len(planes)
-        if not 1 <= n <= self.max_batch:
-            raise ValueError(f"submit: batch of {n} positions, expected 1..{self.max_batch}")
+        """Queue one batch of at most max_batch positions; returns at once (`timed`: for collect(timed=True)).
+        Rows past the batch in its run size hold whatever the slot held: their outputs are dropped."""
+        n_valid = len(planes)
+        if not 1 <= n_valid <= self.max_batch:
+            raise ValueError(f"submit: batch of {n_valid} positions, expected 1..{self.max_batch}")
+        n = self.run_size(n_valid)
         if self.ctx is None:
             raise GpuError("the GPU network is closed")
         if self._multi_device:
@@ -311,8 +334,8 @@ class GpuNetwork:
         slot = self.pool.acquire()
         try:
             m, v = slot.inputs(n)
-            np.copyto(m, planes.masks, casting="unsafe")
-            np.copyto(v, planes.values, casting="unsafe")
+            np.copyto(m[:n_valid], planes.masks, casting="unsafe")
+            np.copyto(v[:n_valid], planes.values, casting="unsafe")
             rec, wait = self._record, self._wait
             with self._lock:
                 if self._multi_device:
@@ -333,7 +356,7 @@ class GpuNetwork:
         except BaseException:
             self.pool.release(slot)
             raise
-        return Pending(slot, n, with_mlh, timed=timed)
+        return Pending(slot, n, with_mlh, timed=timed, n_valid=n_valid)
 
     def collect(self, pending: Pending, timed: bool = False):
         """Wait for a submitted batch (no lock held) and return its NetOutputs (and device seconds if timed)."""
@@ -354,8 +377,10 @@ class GpuNetwork:
         raw = (ctypes.c_char * (n * OUT_BYTES)).from_address(slot.pin_out.ptr)
         weakref.finalize(raw, self.pool.release, slot)
         flat = np.frombuffer(raw, dtype=np.float32)
-        policy = flat[: n * POLICY_SIZE].reshape(n, POLICY_SIZE)
-        heads = flat[n * POLICY_SIZE: n * (POLICY_SIZE + 5)].reshape(n, 5).copy()
+        k = pending.n_valid or n
+        policy = flat[: n * POLICY_SIZE].reshape(n, POLICY_SIZE)[:k]
+        heads = flat[n * POLICY_SIZE: n * (POLICY_SIZE + 5)].reshape(n, 5)[:k].copy()
+        n = k
         wdl = self.net.value.wdl
         has_mlh = pending.with_mlh and self.net.moves_left is not None
         out = NetOutputs(
