@@ -221,6 +221,32 @@ def test_stop_during_go_infinite_answers_at_once():
         raw.close()
 
 
+def _go_then_stop(raw: Raw) -> str:
+    raw.send("isready")
+    raw.until("readyok", timeout=120)
+    raw.send("ucinewgame")
+    raw.send("position startpos")
+    raw.send("go infinite")
+    raw.send("stop")
+    return raw.until("bestmove", timeout=30)[1].split()[1]
+
+
+def test_go_then_stop_at_once_plays_a_searched_move():
+    """A `stop` right behind `go` still waits for the root's evaluation: the move is the policy's
+    best (maia-1900 and lc0 play e2e4), never an unsearched first legal move such as g1h3."""
+    raw = Raw(*maia_args())
+    try:
+        assert _go_then_stop(raw) == "e2e4"
+    finally:
+        raw.close()
+    if shutil.which("lc0") is not None:
+        raw = Raw(cmd=["lc0", f"--weights={MAIA}", "--backend=eigen"])
+        try:
+            assert _go_then_stop(raw) == "e2e4"  # the same behaviour, checked on the real lc0
+        finally:
+            raw.close()
+
+
 def _go_during_a_search(raw: Raw) -> list[str]:
     """`go infinite`, then `go nodes 10 searchmoves h2h3` while it runs, `stop` and `go nodes 10`:
     every bestmove line, in order. lc0 v0.32.1 aborts the running search without its bestmove (the new

@@ -14,7 +14,7 @@ from typing import Optional
 
 from ..backends.base import Backend, NetOutputs
 from ..encoding.packed import PackedPlanes
-from .movegen import index_tables
+from .move_codes import index_tables
 from .nncache import NNCache
 
 

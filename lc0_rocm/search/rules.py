@@ -5,8 +5,8 @@ A position is what the search keeps per tree node in arrays: `bbs` (uint64[12]: 
 bP bN bB bR bQ bK, absolute squares, a1 = 0, as `PositionState.bbs`), `black` (side to move),
 `castling` (np.uint64, python-chess's `Board.clean_castling_rights()`: rook squares that may still
 castle), `ep_file` (lc0's en-passant flag, -1 or a file, as `_lc0_ep_file` of encoding/history.py)
-and `rule50`. This module ports movegen.py (pure Python, standard chess) and adds Chess960:
-`legal_moves` writes movegen.py's int16 move codes (from * 64 + to + 4096 * slot; slot 0 plain,
+and `rule50`. Standard chess and Chess960:
+`legal_moves` writes the int16 move codes of move_codes.py (from * 64 + to + 4096 * slot; slot 0 plain,
 1..4 promotion to Q R B N, 5 standard castling e1g1...) in the exact order of python-chess's
 `Board.generate_legal_moves()` (the search breaks prior ties by it): `generate_pseudo_legal_moves`
 filtered as `_is_safe` does (pins of `_slider_blockers`, `_ep_skewered`), or `_generate_evasions`
@@ -28,7 +28,7 @@ import numpy as np
 
 from .jit import jit, jit_alloc  # first: it sets numba's cache folder before numba is imported
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros  # noqa: E402  (LLVM cttz/ctlz)
-from .movegen import CASTLE, MOVES, NUM_CODES, PROMO_B, PROMO_N, PROMO_Q, PROMO_R
+from .move_codes import CASTLE, MOVES, NUM_CODES, PROMO_B, PROMO_N, PROMO_Q, PROMO_R
 
 __all__ = ["CASTLE", "NUM_CODES", "legal_moves", "make_move", "has_mating_material", "in_check",
            "position_key", "perft", "code_to_move", "move_to_code"]
