@@ -43,6 +43,7 @@ from .tree import DRAW, LOSS, WIN, NodeTree, NodeView
 SOLID_TREE_THRESHOLD = 100  # lc0's SolidTreeThreshold (only visible in VerboseMoveStats)
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _INT_MAX = 2**31 - 1
+_NO_STOP = np.zeros(1, dtype=np.int32)
 _fast_log = sc.fast_log_f64
 
 
@@ -323,9 +324,11 @@ class Search:
         tree.reserve(grow, grow * 220)
         self.ev.cache.make_room(2 * grow)  # this gathering's and the batch in flight's entries
         remaining = self.remaining_playouts
+        # before the root has its evaluation a `stop` does not cut the gathering (the root is in it)
+        stop_flag = self._stop_flag if t.n[root] > 0 else _NO_STOP
         count = wk.gather(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, self._puct,
                           allowed, use_allowed, float(remaining), best_i, cap, self._max_ooo, collisions_left,
-                          int(min(self.limits.nodes, 2**62)), self._stop_flag, work)
+                          int(min(self.limits.nodes, 2**62)), stop_flag, work)
         slot.count = int(count)
         return slot.count
 
