@@ -977,37 +977,17 @@ def new_work(max_limit: int, max_kept: int) -> WorkArrays:
 
 
 @jit
-def fast_exp_f32(x, out, ebuf, n):
-    """lc0's FastExp over float32 `x[:n]` into `out` (bit-exact with search.score.fast_exp_array)."""
-    ib = out.view(np.int32)
-    for k in range(n):
-        a = x[k] * np.float32(1.442695040)
-        if a < np.float32(0.0):
-            e = np.int32(a - np.float32(1.0))
-        else:
-            e = np.int32(a)
-        f = a - np.float32(e)
-        out[k] = np.float32(1.0) + f * (np.float32(0.6602339) + np.float32(0.33976606) * f)
-        ebuf[k] = e
-    for k in range(n):
-        if x[k] * np.float32(1.442695040) < np.float32(-126.0):
-            ib[k] = 0
-        else:
-            ib[k] = ib[k] + (ebuf[k] << 23)
-
-
-@jit
 def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2):
     """Expand the batch's leaves from the network outputs, store them in the cache, back them up."""
     root = t.meta[M_ROOT]
     inv_t = np.float32(1.0) / np.float32(p[P_TEMPERATURE])
     logits = w2.logits
     ex = w2.ex
-    ebuf = w2.ebuf
     pri = w2.pri
     order = w2.order
     packed = w2.packed
     pbits = pri.view(np.uint32)
+    exbits = ex.view(np.int32)
     for j in range(count):
         node = b.node[j]
         n = b.ncodes[j]
@@ -1018,11 +998,17 @@ def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2):
             logits[k] = v
             if v > mx:
                 mx = v
-        for k in range(n):
-            logits[k] = (logits[k] - mx) * inv_t
-        fast_exp_f32(logits, ex, ebuf, n)
+        # lc0's FastExp of (logit - max) / T, bit for bit (search.score.fast_exp_array), summed in order
         total = np.float32(0.0)
         for k in range(n):
+            a = ((logits[k] - mx) * inv_t) * np.float32(1.442695040)
+            if a < np.float32(-126.0):
+                ex[k] = np.float32(0.0)
+            else:
+                e = np.int32(a - np.float32(1.0)) if a < np.float32(0.0) else np.int32(a)
+                f = a - np.float32(e)
+                ex[k] = np.float32(1.0) + f * (np.float32(0.6602339) + np.float32(0.33976606) * f)
+                exbits[k] += e << 23
             total += ex[k]
         scale = np.float32(1.0) / total
         for k in range(n):
@@ -1033,17 +1019,13 @@ def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2):
             pk = 0 if tmp < 0 else (tmp >> 12) & 0xFFFF
             packed[k] = pk
             pbits[k] = np.uint32((pk << 12) | (3 << 28))
-        # stable order by prior, highest first (ties in generator order)
+        # order by prior, highest first, ties in generator order: unique keys (prior descending,
+        # then index) sorted with a shell sort (an insertion sort cost ~1 µs a position)
         for k in range(n):
-            order[k] = k
-        for k in range(1, n):
-            o = order[k]
-            pv = packed[o]
-            i = k - 1
-            while i >= 0 and packed[order[i]] < pv:
-                order[i + 1] = order[i]
-                i -= 1
-            order[i + 1] = o
+            order[k] = ((0xFFFF - packed[k]) << 8) | k
+        shell_sort(order, n)
+        for k in range(n):
+            order[k] &= 0xFF
         fe = t.meta[M_ETOP]
         t.meta[M_ETOP] = fe + n
         for k in range(n):
@@ -1064,6 +1046,19 @@ def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2):
     s[S_NN_EVALS] += count
     s[S_IN_FLIGHT] -= count
     s[S_BATCHES] += 1
+
+
+@jit
+def shell_sort(a, n):
+    """Sort a[:n] ascending in place (Ciura's gaps; fine for the <= 218 moves of a position)."""
+    for gap in (57, 23, 10, 4, 1):
+        for i in range(gap, n):
+            v = a[i]
+            j = i
+            while j >= gap and a[j - gap] > v:
+                a[j] = a[j - gap]
+                j -= gap
+            a[j] = v
 
 
 ApplyArrays = namedtuple("ApplyArrays", ["logits", "ex", "ebuf", "pri", "order", "packed", "sorted_order",
