@@ -11,7 +11,7 @@ A thin `Backend` over `lc0_rocm.gpu.network.GpuNetwork` (one device) or `lc0_roc
   `graph_capture` (true/false, default true: each batch size is captured into hipGraphs on first use
   and replayed); `graph_precapture` (N: run and capture batch sizes 1..N at start, default 0);
   `buckets` (true/false, default true: a batch runs at the next of a few sizes, 1..8, then steps of
-  8 / 32 / 128, so a search meets prepared graphs; `prepare(n)` runs them all once);
+  8 / 32 / 64, so a search meets prepared graphs; `prepare(n)` runs them all once);
   `attention` (auto, simple, tiled or t128: the attention kernel; auto = t128 where it applies); `vector_ln` (true/false, default true: the
   16-byte-access LayerNorm kernel where widths allow); `side_stream` (true/false, default true: smolgen
   runs on a second stream beside Q|K|V at batches of at most 64); `gemv` (true/false, default false:
