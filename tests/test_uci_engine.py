@@ -7,7 +7,6 @@ eigen backend, maia-1900) and our engine at `go nodes 1` on the same positions.
 
 from __future__ import annotations
 
-import os
 import queue
 import re
 import random

@@ -1061,13 +1061,13 @@ def shell_sort(a, n):
             a[j] = v
 
 
-ApplyArrays = namedtuple("ApplyArrays", ["logits", "ex", "ebuf", "pri", "order", "packed", "sorted_order",
+ApplyArrays = namedtuple("ApplyArrays", ["logits", "ex", "pri", "order", "packed", "sorted_order",
                                          "sorted_packed"])
 
 
 def new_apply_work() -> ApplyArrays:
     return ApplyArrays(logits=np.zeros(MAX_MOVES, np.float32), ex=np.zeros(MAX_MOVES, np.float32),
-                       ebuf=np.zeros(MAX_MOVES, np.int32), pri=np.zeros(MAX_MOVES, np.float32),
+                       pri=np.zeros(MAX_MOVES, np.float32),
                        order=np.zeros(MAX_MOVES, np.int64), packed=np.zeros(MAX_MOVES, np.int64),
                        sorted_order=np.zeros(MAX_MOVES, np.uint8), sorted_packed=np.zeros(MAX_MOVES, np.uint16))
 
