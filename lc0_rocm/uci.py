@@ -24,6 +24,7 @@ LogLiveStats print lc0's per-move table, which Nibbler reads.
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
 import time
@@ -241,7 +242,7 @@ class UciEngine:
     """Reads UCI commands from `inp`, writes answers to `out` (one search thread at a time)."""
 
     def __init__(self, inp: TextIO = None, out: TextIO = None, overrides: Optional[dict] = None):
-        self.inp = inp if inp is not None else sys.stdin
+        self.inp = inp if inp is not None else _stdin_text()
         self.out = out if out is not None else sys.stdout
         self._out_lock = threading.Lock()
         self._bestmove_lock = threading.Lock()  # orders a search's bestmove against its abort
@@ -588,6 +589,16 @@ class UciEngine:
                     self._search_aborted.set()
             s.stop()
             s.wait()
+
+
+def _stdin_text() -> TextIO:
+    """Standard input as UTF-8 text whatever the locale, with undecodable bytes replaced: one bad
+    byte from a GUI must not end the engine."""
+    try:
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline=None,
+                                line_buffering=False)
+    except (AttributeError, ValueError):  # stdin replaced by an object without a byte buffer
+        return sys.stdin
 
 
 def _uci(move: chess.Move, chess960: bool) -> str:

@@ -595,3 +595,28 @@ def test_an_asynchronous_backend_is_driven_by_submit_and_collect():
     assert s.wait(5.0) and s.error is None
     assert async_backend.submitted == async_backend.collected
     assert all(n.n_in_flight == 0 for n in _walk(s.root))
+
+
+class NaNBackend(Backend):
+    """The real CPU backend with its value head replaced by NaN (a broken net)."""
+
+    def __init__(self, inner: Backend):
+        super().__init__(inner.net)
+        self.inner = inner
+        self.name = inner.name
+
+    def evaluate(self, planes):
+        out = self.inner.evaluate(planes)
+        nan = np.full_like(out.q, np.nan)
+        return type(out)(policy=out.policy, wdl=out.wdl, q=nan, d=nan, mlh=out.mlh)
+
+
+def test_a_net_giving_nan_still_gets_a_legal_bestmove():
+    base = evaluator(SMALL)
+    ev = NNEvaluator(NaNBackend(base.backend), base.input_format)
+    got = []
+    s = search(ev, None, ["e2e4"], nodes=50, run=False, on_info=lambda lines: None,
+               on_bestmove=lambda best, ponder: got.append(best))
+    s.run()
+    assert got and got[0] in chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1").legal_moves
+    assert s.error is not None  # the failed report is kept for the UCI layer to print

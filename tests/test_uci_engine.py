@@ -7,6 +7,7 @@ eigen backend, maia-1900) and our engine at `go nodes 1` on the same positions.
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import random
@@ -527,3 +528,13 @@ def test_go_limits_mate_depth_movetime_and_lc0_extras():
         assert 0.1 < t_best - t < 2.0  # 500 ms less MoveOverheadMs (200)
     finally:
         raw.close()
+
+
+def test_invalid_utf8_on_stdin_does_not_end_the_engine():
+    """One undecodable byte under a UTF-8 locale is replaced, not fatal (lines are read as bytes)."""
+    env = dict(os.environ, LC_ALL="C.UTF-8", PYTHONIOENCODING="")
+    p = subprocess.run(engine_cmd(), input=b"uci\n\xff\xfe garbage\nisready\nquit\n", capture_output=True,
+                       env=env, timeout=120)
+    out = p.stdout.decode("utf-8", "replace")
+    assert p.returncode == 0 and "uciok" in out and "readyok" in out, (out, p.stderr[-500:])
+    assert b"Traceback" not in p.stderr

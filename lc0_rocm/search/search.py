@@ -562,10 +562,15 @@ class Search:
             if self.root_filter:
                 legal = [m for m in legal if m in self.root_filter] or legal
             self.bestmove = legal[0] if legal else None
-        if root.n > 0 and self.on_info is not None:
-            self._send_info()
-        if self.verbose_stats and self.on_stats is not None:
-            self.on_stats(self.verbose_stats_lines())
+        # the reports must not keep the bestmove from the GUI (a net giving NaN makes scores fail)
+        try:
+            if root.n > 0 and self.on_info is not None:
+                self._send_info()
+            if self.verbose_stats and self.on_stats is not None:
+                self.on_stats(self.verbose_stats_lines())
+        except Exception as e:
+            if self.error is None:
+                self.error = e
         if self.on_bestmove is not None:
             self.on_bestmove(self.bestmove, self.pondermove)
 
