@@ -273,61 +273,44 @@ def backup(t, s, p, node, v, d, m, depth, root):
         t.vp[t.parent[node]] = np.nan  # a child gets its first visit: the parent's visited policy changes
     update_bounds = p[P_STICKY] != 0.0 and t.term[node] != NON_TERMINAL and t.n[node] == 0
     n = node
-    if not update_bounds:
-        while True:
-            if t.term[n] != NON_TERMINAL:
-                v = t.wl[n]
-                d = t.d[n]
-                m = t.m[n]
-            n1 = t.n[n] + 1
-            t.wl[n] += (v - t.wl[n]) / n1
-            t.d[n] += (d - t.d[n]) / n1
-            t.m[n] += (m - t.m[n]) / n1
-            t.n[n] = n1
-            t.nif[n] -= 1
-            if n == root:
-                break
-            v = -v
-            m += 1
-            n = t.parent[n]
-    else:
-        n_to_fix = 0
-        v_delta = 0.0
-        d_delta = 0.0
-        m_delta = 0.0
-        while True:
-            if t.term[n] != NON_TERMINAL:
-                v = t.wl[n]
-                d = t.d[n]
-                m = t.m[n]
-            n1 = t.n[n] + 1
-            t.wl[n] += (v - t.wl[n]) / n1
-            t.d[n] += (d - t.d[n]) / n1
-            t.m[n] += (m - t.m[n]) / n1
-            t.n[n] = n1
-            t.nif[n] -= 1
-            if n_to_fix > 0 and t.term[n] == NON_TERMINAL:
-                t.wl[n] += n_to_fix * v_delta / t.n[n]
-                t.d[n] += n_to_fix * d_delta / t.n[n]
-                t.m[n] += n_to_fix * m_delta / t.n[n]
-            if n == root:
-                break
-            par = t.parent[n]
-            if t.term[par] != NON_TERMINAL:
-                n_to_fix = 0
-            if update_bounds and par != root and t.term[par] == NON_TERMINAL:
-                update_bounds, fix_n, fix_v, fix_d, fix_m = maybe_set_bounds(t, par, m, root)
-                if update_bounds and fix_n > 0:
-                    n_to_fix = fix_n
-                    v_delta = fix_v
-                    d_delta = fix_d
-                    m_delta = fix_m
-            else:
-                update_bounds = False
-            v = -v
-            v_delta = -v_delta
-            m += 1
-            n = par
+    # one walk to the root; the bounds work (sticky endgames) runs only while update_bounds holds
+    n_to_fix = 0
+    v_delta = 0.0
+    d_delta = 0.0
+    m_delta = 0.0
+    while True:
+        if t.term[n] != NON_TERMINAL:
+            v = t.wl[n]
+            d = t.d[n]
+            m = t.m[n]
+        n1 = t.n[n] + 1
+        t.wl[n] += (v - t.wl[n]) / n1
+        t.d[n] += (d - t.d[n]) / n1
+        t.m[n] += (m - t.m[n]) / n1
+        t.n[n] = n1
+        t.nif[n] -= 1
+        if n_to_fix > 0 and t.term[n] == NON_TERMINAL:
+            t.wl[n] += n_to_fix * v_delta / t.n[n]
+            t.d[n] += n_to_fix * d_delta / t.n[n]
+            t.m[n] += n_to_fix * m_delta / t.n[n]
+        if n == root:
+            break
+        par = t.parent[n]
+        if t.term[par] != NON_TERMINAL:
+            n_to_fix = 0
+        if update_bounds and par != root and t.term[par] == NON_TERMINAL:
+            update_bounds, fix_n, fix_v, fix_d, fix_m = maybe_set_bounds(t, par, m, root)
+            if update_bounds and fix_n > 0:
+                n_to_fix = fix_n
+                v_delta = fix_v
+                d_delta = fix_d
+                m_delta = fix_m
+        else:
+            update_bounds = False
+        v = -v
+        v_delta = -v_delta
+        m += 1
+        n = par
     s[S_PLAYOUTS] += 1
     s[S_CUM_DEPTH] += depth
     if depth > s[S_MAX_DEPTH]:
