@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from oracle_positions import MAIA, REPO
+from netpaths import require_shared
 
 from lc0_rocm.backends.factory import create_backend, gpu_usable, head_options, parse_backend_options
 from lc0_rocm.errors import BackendError
@@ -120,7 +121,7 @@ def test_eval_default_weights_and_summary():
 
 
 def test_eval_mate_position_has_empty_policy():
-    got = eval_json("--backend", "cpu", "--weights", MAIA[0], "--fen", "6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1",
+    got = eval_json("--backend", "cpu", "--weights", require_shared(MAIA[0]), "--fen", "6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1",
                     "--moves", "d1d8")
     assert got["policy"] == {}
 
@@ -170,7 +171,7 @@ def test_parse_backend_options():
 
 
 def test_create_backend_cpu_and_errors():
-    net = load_net(MAIA[0])
+    net = load_net(require_shared(MAIA[0]))
     cpu = create_backend("cpu", net, "batch_size=8,threads=2,mlh=false")
     assert cpu.name == "cpu" and cpu.chunk == 8 and cpu.threads == 2 and cpu.mlh is False
     with pytest.raises(BackendError, match="threads"):
@@ -189,7 +190,7 @@ def test_rocm_without_gpu_is_a_clean_error_and_auto_falls_back(capsys):
     ok, why = gpu_usable()
     if ok:
         pytest.skip("a GPU is usable here")
-    net = load_net(MAIA[0])
+    net = load_net(require_shared(MAIA[0]))
     for name in ("rocm", "rocm-fp16", "rocm-auto"):
         with pytest.raises(BackendError, match="^no GPU"):
             create_backend(name, net)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from oracle_positions import MAIA, POSITIONS, REPO
+from netpaths import require_shared
 
 from lc0_rocm import reference
 from lc0_rocm.encoding.planes import encode_positions
@@ -96,7 +97,7 @@ def test_onnx_hybrid_and_classical_value(tmp_path):
 
 def test_export_onnx_command(tmp_path):
     out = tmp_path / "maia.onnx"
-    res = subprocess.run([sys.executable, "-m", "lc0_rocm.cli", "export-onnx", "--weights", str(MAIA[0]), "--out",
+    res = subprocess.run([sys.executable, "-m", "lc0_rocm.cli", "export-onnx", "--weights", str(require_shared(MAIA[0])), "--out",
                           str(out)], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert res.returncode == 0, res.stderr
     assert out.stat().st_size > 1_000_000

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from oracle_positions import MAIA, POSITIONS, REPO, oracle_eval, positions_for
+from netpaths import require_shared
 
 from lc0_rocm import activations, reference
 from lc0_rocm.backends.cpu import CpuBackend
@@ -163,6 +164,8 @@ def test_generated_net_matches_lc0(lb, generated_dir, name, heads, tmp_path):
 
 def test_maia_exists():
     """The shared maia nets are part of the test contract; their absence must not pass silently."""
+    for path in MAIA:
+        require_shared(path)
     assert len(MAIA_PRESENT) == 9, f"maia nets missing under {MAIA[0].parent}"
 
 
