@@ -143,7 +143,7 @@ class Pending:
     with_mlh: bool
     collected: bool = False
     timed: bool = False
-    n_valid: int = 0  # positions of the caller's batch (n rows were computed)
+    n_valid: int = 0  # positions of the caller's batch (n >= n_valid rows were computed)
 
 
 class GpuNetwork:
@@ -378,17 +378,16 @@ class GpuNetwork:
         raw = (ctypes.c_char * (n * OUT_BYTES)).from_address(slot.pin_out.ptr)
         weakref.finalize(raw, self.pool.release, slot)
         flat = np.frombuffer(raw, dtype=np.float32)
-        k = pending.n_valid or n
+        k = pending.n_valid  # rows past the caller's batch (bucket padding) are dropped
         policy = flat[: n * POLICY_SIZE].reshape(n, POLICY_SIZE)[:k]
         heads = flat[n * POLICY_SIZE: n * (POLICY_SIZE + 5)].reshape(n, 5)[:k].copy()
-        n = k
         wdl = self.net.value.wdl
         has_mlh = pending.with_mlh and self.net.moves_left is not None
         out = NetOutputs(
             policy=policy,
             wdl=np.ascontiguousarray(heads[:, :3]) if wdl else None,
             q=np.ascontiguousarray(heads[:, 3]),
-            d=np.ascontiguousarray(heads[:, 1]) if wdl else np.zeros(n, np.float32),
+            d=np.ascontiguousarray(heads[:, 1]) if wdl else np.zeros(k, np.float32),
             mlh=np.ascontiguousarray(heads[:, 4]) if has_mlh else None,
         )
         return (out, seconds) if timed else out

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import jit
+from .rules import msb
 
 FILL_NO, FILL_FEN_ONLY, FILL_ALWAYS = 0, 1, 2
 FILL_CODES = {"no": FILL_NO, "fen_only": FILL_FEN_ONLY, "always": FILL_ALWAYS}
@@ -87,37 +88,13 @@ def transform_bitboard(x, t):
 
 
 @jit
-def _msb(x):
-    """Index of the highest set bit of a nonzero uint64 (python's `x.bit_length() - 1`)."""
-    n = 0
-    if x >> np.uint64(32):
-        x >>= np.uint64(32)
-        n += 32
-    if x >> np.uint64(16):
-        x >>= np.uint64(16)
-        n += 16
-    if x >> np.uint64(8):
-        x >>= np.uint64(8)
-        n += 8
-    if x >> np.uint64(4):
-        x >>= np.uint64(4)
-        n += 4
-    if x >> np.uint64(2):
-        x >>= np.uint64(2)
-        n += 2
-    if x >> np.uint64(1):
-        n += 1
-    return n
-
-
-@jit
 def _castling_files(castling, king, rank):
     """(queenside rook file or -1, kingside rook file or -1) of one side's rights on `rank`
     (`encoding.planes._castling_files`; the king's file is 4 when it has no king)."""
     qs = -1
     ks = -1
     bits = (castling >> np.uint64(8 * rank)) & _M8
-    kf = (_msb(king) & 7) if king else 4
+    kf = (msb(king) & 7) if king else 4
     for f in range(8):
         if (bits >> np.uint64(f)) & _ONE:
             if f < kf:

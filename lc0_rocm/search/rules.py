@@ -89,78 +89,42 @@ def _bit(s):
 
 
 @jit
-def _lsb(x):
+def lsb(x):
     return np.int64(trailing_zeros(x))
 
 
 @jit
-def _msb(x):
+def msb(x):
     return 63 - np.int64(leading_zeros(x))
 
 
 @jit
+def _ray(d, sq, occ):
+    """Attacks along direction d from sq: the ray cut after its first blocker (directions 0..3
+    increase the square index, so the blocker is the lowest bit; 4..7 the highest)."""
+    a = RAY[d, sq]
+    b = a & occ
+    if b:
+        a ^= RAY[d, lsb(b) if d < 4 else msb(b)]
+    return a
+
+
+@jit
 def _rook_att(sq, occ):
-    """Rook attacks from sq (classical rays: the first blocker of each direction cuts its ray)."""
-    a = RAY[0, sq]
-    b = a & occ
-    if b:
-        a ^= RAY[0, _lsb(b)]
-    r = a
-    a = RAY[1, sq]
-    b = a & occ
-    if b:
-        a ^= RAY[1, _lsb(b)]
-    r |= a
-    a = RAY[4, sq]
-    b = a & occ
-    if b:
-        a ^= RAY[4, _msb(b)]
-    r |= a
-    a = RAY[5, sq]
-    b = a & occ
-    if b:
-        a ^= RAY[5, _msb(b)]
-    return r | a
+    """Rook attacks from sq (classical rays)."""
+    return _ray(0, sq, occ) | _ray(1, sq, occ) | _ray(4, sq, occ) | _ray(5, sq, occ)
 
 
 @jit
 def _rank_att(sq, occ):
     """Rook attacks along the rank only (python-chess's BB_RANK_ATTACKS)."""
-    a = RAY[1, sq]
-    b = a & occ
-    if b:
-        a ^= RAY[1, _lsb(b)]
-    r = a
-    a = RAY[5, sq]
-    b = a & occ
-    if b:
-        a ^= RAY[5, _msb(b)]
-    return r | a
+    return _ray(1, sq, occ) | _ray(5, sq, occ)
 
 
 @jit
 def _bishop_att(sq, occ):
     """Bishop attacks from sq (both diagonals)."""
-    a = RAY[2, sq]
-    b = a & occ
-    if b:
-        a ^= RAY[2, _lsb(b)]
-    r = a
-    a = RAY[3, sq]
-    b = a & occ
-    if b:
-        a ^= RAY[3, _lsb(b)]
-    r |= a
-    a = RAY[6, sq]
-    b = a & occ
-    if b:
-        a ^= RAY[6, _msb(b)]
-    r |= a
-    a = RAY[7, sq]
-    b = a & occ
-    if b:
-        a ^= RAY[7, _msb(b)]
-    return r | a
+    return _ray(2, sq, occ) | _ray(3, sq, occ) | _ray(6, sq, occ) | _ray(7, sq, occ)
 
 
 @jit
@@ -199,14 +163,14 @@ def _piece_moves(out, n, from_bb, to_mask, N, K, RQ, BQ, ours, occ, pinned, king
     a king move must not land on an attacked square, a pinned piece stays on its pin line."""
     notours = ~ours & to_mask
     while from_bb:
-        f = _msb(from_bb)
+        f = msb(from_bb)
         fb = _bit(f)
         from_bb ^= fb
         base = f * 64
         if fb & K:
             t = KING[f] & notours
             while t:
-                s = _msb(t)
+                s = msb(t)
                 t ^= _bit(s)
                 if not _attackers(s, occ, oP, oN, oBQ, oRQ, oK, them_black):
                     out[n] = base + s
@@ -224,7 +188,7 @@ def _piece_moves(out, n, from_bb, to_mask, N, K, RQ, BQ, ours, occ, pinned, king
         if fb & pinned:
             t &= LINE[f, king]
         while t:
-            s = _msb(t)
+            s = msb(t)
             t ^= _bit(s)
             out[n] = base + s
             n += 1
@@ -238,14 +202,14 @@ def _pawn_moves(out, n, P, to_mask, black, theirs, occ, pinned, king):
     th = theirs & to_mask
     fr = P
     while fr:
-        f = _msb(fr)
+        f = msb(fr)
         fb = _bit(f)
         fr ^= fb
         t = PAWN_ATT[side, f] & th
         if fb & pinned:
             t &= LINE[f, king]
         while t:
-            s = _msb(t)
+            s = msb(t)
             t ^= _bit(s)
             n = _emit_pawn(out, n, f, s)
     if black:
@@ -259,7 +223,7 @@ def _pawn_moves(out, n, P, to_mask, black, theirs, occ, pinned, king):
     single &= to_mask
     double &= to_mask
     while single:
-        s = _msb(single)
+        s = msb(single)
         sb = _bit(s)
         single ^= sb
         f = s + step
@@ -267,7 +231,7 @@ def _pawn_moves(out, n, P, to_mask, black, theirs, occ, pinned, king):
             continue
         n = _emit_pawn(out, n, f, s)
     while double:
-        s = _msb(double)
+        s = msb(double)
         sb = _bit(s)
         double ^= sb
         f = s + 2 * step
@@ -289,7 +253,7 @@ def _ep_moves(out, n, ep_file, to_mask, P, black, occ, pinned, king, oBQ, oRQ):
     capturers = P & PAWN_ATT[0 if black else 1, ep] & (RANK_4 if black else RANK_5)
     last_double = ep + 8 if black else ep - 8
     while capturers:
-        f = _msb(capturers)
+        f = msb(capturers)
         fb = _bit(f)
         capturers ^= fb
         if (fb & pinned) and not (LINE[f, king] & epb):
@@ -310,10 +274,10 @@ def _castle_moves(out, n, black, K, occ, rights, chess960, oP, oN, oBQ, oRQ, oK,
     kbb = K & (RANK_8 if black else RANK_1)
     if not kbb:
         return n
-    king = _lsb(kbb)
+    king = lsb(kbb)
     kb = _bit(king)
     while rights:
-        rook = _msb(rights)
+        rook = msb(rights)
         rb = _bit(rook)
         rights ^= rb
         if rook < king:
@@ -331,7 +295,7 @@ def _castle_moves(out, n, black, K, occ, rights, chess960, oP, oN, oBQ, oRQ, oK,
         path = king_path | kb
         safe = True
         while path:
-            s = _msb(path)
+            s = msb(path)
             path ^= _bit(s)
             if _attackers(s, o, oP, oN, oBQ, oRQ, oK, them_black):
                 safe = False
@@ -366,13 +330,13 @@ def legal_moves(bbs, black, castling, ep_file, chess960, out):
     oRQ = oR | oQ
     if not K:
         return 0, False
-    king = _msb(K)
+    king = msb(K)
 
     # `_slider_blockers`: our single pieces between the king and an enemy slider.
     pinned = np.uint64(0)
     snipers = (ROOK_EMPTY[king] & oRQ) | (BISHOP_EMPTY[king] & oBQ)
     while snipers:
-        s = _lsb(snipers)
+        s = lsb(snipers)
         snipers &= snipers - U1
         b = BETWEEN[king, s] & occ
         if b and not (b & (b - U1)):
@@ -396,19 +360,19 @@ def legal_moves(bbs, black, castling, ep_file, chess960, out):
     attacked = np.uint64(0)
     sl = checkers & (oBQ | oRQ)
     while sl:
-        c = _lsb(sl)
+        c = lsb(sl)
         cb = _bit(c)
         sl ^= cb
         attacked |= LINE[king, c] & ~cb
     n = np.int64(0)
     t = KING[king] & ~ours & ~attacked
     while t:
-        s = _msb(t)
+        s = msb(t)
         t ^= _bit(s)
         if not _attackers(s, occ, oP, oN, oBQ, oRQ, oK, them_black):
             out[n] = king * 64 + s
             n += 1
-    checker = _msb(checkers)
+    checker = msb(checkers)
     if checkers == _bit(checker):
         target = BETWEEN[king, checker] | checkers
         n = _piece_moves(out, n, ours & ~P & ~K, target, N, K, R | Q, B | Q, ours, occ, pinned, king,
@@ -515,7 +479,7 @@ def in_check(bbs, black):
         occ |= bbs[i]
     oBQ = bbs[th + 2] | bbs[th + 4]
     oRQ = bbs[th + 3] | bbs[th + 4]
-    return _attackers(_msb(K), occ, bbs[th], bbs[th + 1], oBQ, oRQ, bbs[th + 5], not black) != 0
+    return _attackers(msb(K), occ, bbs[th], bbs[th + 1], oBQ, oRQ, bbs[th + 5], not black) != 0
 
 
 @jit
@@ -543,13 +507,13 @@ def position_key(bbs, black, castling, ep_file):
     for p in range(12):
         x = bbs[p]
         while x:
-            h ^= Z_PIECE[p, _lsb(x)]
+            h ^= Z_PIECE[p, lsb(x)]
             x &= x - U1
     if black:
         h ^= Z_SIDE[0]
     c = np.uint64(castling)
     while c:
-        h ^= Z_CASTLE[_lsb(c)]
+        h ^= Z_CASTLE[lsb(c)]
         c &= c - U1
     if ep_file >= 0:
         h ^= Z_EP[ep_file]

@@ -35,6 +35,7 @@ import numpy as np
 from . import encode as enc
 from . import nncache
 from . import rules
+from . import score as sc
 from .jit import jit, jit_alloc
 from .params import (P_CACHE_HISTORY, P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FILL, P_FPU, P_FPU_ABSOLUTE,
                      P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT, P_INPUT_FORMAT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC,
@@ -77,12 +78,7 @@ def new_batch(capacity: int, masks: np.ndarray | None = None, values: np.ndarray
 # Small pieces
 
 
-@jit
-def fast_log_f64(a):
-    """lc0's FastLog in double precision (frexp form)."""
-    mant, e = math.frexp(a)
-    f = 2.0 * mant - 1.0
-    return 0.6931471805599453 * (f * (1.3465552 - 0.34655523 * f) + (e - 1))
+fast_log_f64 = jit(sc.fast_log_f64)  # lc0's FastLog, the one search.score defines, compiled
 
 
 @jit
@@ -443,6 +439,18 @@ def expand_from_cache(t, c, node, slot, codes):
 
 
 @jit
+def cache_hit(t, s, c, node, slot, codes, dq):
+    """Expand `node` from cache entry `slot`; dq = (1, q, d, m) for its out-of-order backup. Returns 0."""
+    expand_from_cache(t, c, node, slot, codes)
+    s[S_CACHE_HITS] += 1
+    dq[0] = 1.0
+    dq[1] = c.qdm[slot, 0]
+    dq[2] = c.qdm[slot, 1]
+    dq[3] = c.qdm[slot, 2]
+    return 0
+
+
+@jit
 def extend(t, s, p, c, b, node, depth, j, root, codes, dq):
     """First visit of `node`: terminal check, NN cache, or row j of the batch. Returns 1 when the
     node went into the batch; 0 when it was a terminal or a cache hit, to be backed up out of
@@ -467,13 +475,7 @@ def extend(t, s, p, c, b, node, depth, j, root, codes, dq):
         key = history_key(t, node, hist)
         slot = nncache.lookup(c, key)
         if slot >= 0:
-            expand_from_cache(t, c, node, slot, codes)
-            s[S_CACHE_HITS] += 1
-            dq[0] = 1.0
-            dq[1] = c.qdm[slot, 0]
-            dq[2] = c.qdm[slot, 1]
-            dq[3] = c.qdm[slot, 2]
-            return 0
+            return cache_hit(t, s, c, node, slot, codes, dq)
     tr = enc.encode(node, t.parent, t.bbs, t.castling, t.black, t.ep, t.rule50, t.reps, t.meta[M_STARTPOS] != 0,
                     int(p[P_INPUT_FORMAT]), int(p[P_FILL]), b.masks[j], b.values[j])
     if hist >= 7:
@@ -481,13 +483,7 @@ def extend(t, s, p, c, b, node, depth, j, root, codes, dq):
         key = enc.input_hash(b.masks[j], b.values[j], t.black[node], t.ep[node]) ^ mix64(np.uint64(tr + 1))
         slot = nncache.lookup(c, key)
         if slot >= 0:
-            expand_from_cache(t, c, node, slot, codes)
-            s[S_CACHE_HITS] += 1
-            dq[0] = 1.0
-            dq[1] = c.qdm[slot, 0]
-            dq[2] = c.qdm[slot, 1]
-            dq[3] = c.qdm[slot, 2]
-            return 0
+            return cache_hit(t, s, c, node, slot, codes, dq)
     b.node[j] = node
     b.depth[j] = depth
     b.key[j] = key
