@@ -1,4 +1,5 @@
-"""The `lc0-rocm` command line: dispatches to one module per sub-command; no arguments speaks UCI.
+"""The `lc0-rocm` command line: dispatches to one module per sub-command; no arguments (or only
+lc0-style flags, or `uci`) speaks UCI, with `--help` listing every engine flag.
 
 Every `Lc0RocmError` (and a missing or unreadable file) becomes one line on stderr and exit code 1,
 never a traceback.
@@ -45,12 +46,35 @@ def _load(module: str):
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] == "uci" or argv[0].startswith("-"):
+        # the engine: GUIs start it bare or with lc0's flags (-w NET, --threads=2); straight to the
+        # UCI loop, importing nothing heavy before `uciok`
+        from .uci import main as uci_main
+
+        rest = argv[1:] if argv and argv[0] == "uci" else argv
+        if any(a in ("-h", "--help") for a in rest):
+            from .engine_options import help_text
+
+            print(help_text("--show-hidden" in rest))
+            print("\nCommands (lc0-rocm COMMAND --help for each):")
+            for name, (_, text) in COMMANDS.items():
+                print(f"  {name:<18} {text}")
+            return 0
+        try:
+            return uci_main(rest)
+        except KeyboardInterrupt:
+            return 130
+    return _run_command(argv)
+
+
+def _run_command(argv: list[str]) -> int:
     from .errors import Lc0RocmError
 
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
-        argv = ["uci"] + argv  # GUIs start engines bare or with lc0-style flags (-w NET)
     args = build_parser().parse_args(argv)
+    if getattr(args, "_module", None) is None:
+        build_parser().print_help()
+        return 2
     try:
         return int(_load(args._module).run(args) or 0)
     except Lc0RocmError as e:

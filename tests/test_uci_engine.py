@@ -11,7 +11,6 @@ import os
 import queue
 import re
 import random
-import shutil
 import subprocess
 import sys
 import threading
@@ -21,7 +20,8 @@ import chess
 import chess.engine
 import pytest
 
-from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR
+from lc0_oracle import lc0_binary, require_lc0
+from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR, require_shared
 
 MAIA = SHARED_WEIGHTS_DIR / "maia-1900.pb.gz"
 SMALL = WEIGHTS_DIR / "se-classical-small.pb.gz"
@@ -38,9 +38,7 @@ def engine_cmd(*args: str) -> list[str]:
 
 
 def maia_args() -> list[str]:
-    if not MAIA.exists():
-        pytest.skip("maia-1900 not present in ../shared/weights")
-    return ["-w", str(MAIA)]
+    return ["-w", str(require_shared(MAIA))]
 
 
 @pytest.fixture
@@ -116,8 +114,8 @@ def test_handshake_declares_lc0s_options():
         for name in OPTION_NAMES:
             assert name in eng.options, name
         o = eng.options
-        assert o["Backend"].type == "combo" and set(o["Backend"].var) == {"rocm-auto", "rocm", "rocm-fp16", "cpu"}
-        assert o["Backend"].default == "rocm-auto"
+        assert o["Backend"].type == "combo" and set(o["Backend"].var) == {"auto", "rocm-auto", "rocm", "rocm-fp16", "cpu"}
+        assert o["Backend"].default == "cpu"  # what -b gave (lc0 shows a flag's value as the default)
         assert o["WeightsFile"].default.endswith("bt-small-smolgen-pedense.pb.gz")
         assert o["ScoreType"].default == "WDL_mu" and "centipawn" in o["ScoreType"].var
         assert (o["MultiPV"].type, o["MultiPV"].min, o["MultiPV"].max) == ("spin", 1, 500)
@@ -259,8 +257,9 @@ def test_go_then_stop_at_once_plays_a_searched_move():
         assert len(stats) == 20 and _searched(best, stats), (best, stats)
     finally:
         raw.close()
-    if shutil.which("lc0") is not None:
-        raw = Raw(cmd=["lc0", f"--weights={MAIA}", "--backend=eigen"])
+    lc0 = lc0_binary()
+    if lc0 is not None:
+        raw = Raw(cmd=[lc0, f"--weights={MAIA}", "--backend=eigen"])
         try:
             best, stats = _go_then_stop(raw)
             assert len(stats) == 20 and _searched(best, stats), (best, stats)
@@ -306,10 +305,9 @@ def test_go_during_a_search_aborts_it_as_lc0_does():
 @pytest.mark.oracle
 def test_lc0_also_aborts_a_search_on_go():
     """The rule above, checked on the real lc0 (eigen, maia-1900)."""
-    if shutil.which("lc0") is None:
-        pytest.skip("lc0 binary not on PATH")
+    lc0 = require_lc0()
     maia_args()
-    raw = Raw(cmd=["lc0", f"--weights={MAIA}", "--backend=eigen", "--threads=1"])
+    raw = Raw(cmd=[lc0, f"--weights={MAIA}", "--backend=eigen", "--threads=1"])
     try:
         _check_go_during_a_search(_go_during_a_search(raw))
     finally:
@@ -482,12 +480,11 @@ def _positions(n: int, seed: int = 20260502) -> list[chess.Board]:
 
 @pytest.mark.oracle
 def test_plays_lc0s_move_at_one_node():
-    if shutil.which("lc0") is None:
-        pytest.skip("lc0 binary not on PATH")
+    lc0 = require_lc0()
     args = maia_args()
     boards = _positions(120)
     ours = chess.engine.SimpleEngine.popen_uci(engine_cmd(*args), timeout=60)
-    theirs = chess.engine.SimpleEngine.popen_uci(["lc0", f"--weights={MAIA}", "--backend=eigen"], timeout=60)
+    theirs = chess.engine.SimpleEngine.popen_uci([lc0, f"--weights={MAIA}", "--backend=eigen"], timeout=60)
     try:
         agree = 0
         diffs = []

@@ -243,3 +243,15 @@ def test_cli_pgn_and_search_argument_errors(capsys, argv, message):
     assert main(["validate", "-w", str(BT_SMALL), "-b", "cpu"] + argv) == 1
     err = capsys.readouterr().err
     assert err.startswith("lc0-rocm: error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_default_backend_is_auto(capsys):
+    from lc0_rocm.backends.factory import gpu_usable
+
+    ok, why = gpu_usable()
+    if ok:
+        pytest.skip("a GPU is usable here")
+    assert main(["validate", "-w", str(SE_CLASSICAL), "-n", "2"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err.splitlines() == [f"lc0-rocm: {why}; using the cpu backend"]
+    assert cap.out.startswith("validate: cpu (fp32) vs cpu reference") and cap.out.endswith("result: PASS\n")

@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 from lc0_rocm.backends.base import Backend, NetOutputs  # noqa: E402
+from lc0_rocm.backends.factory import BACKEND_NAMES  # noqa: E402
 
 # (start FEN or None, UCI moves): opening, middlegames, a sharp tactical position, an endgame.
 POSITIONS = [
@@ -230,14 +231,12 @@ def describe_machine() -> str:
 
 
 def _load(args):
-    from lc0_rocm.backends.factory import create_backend, head_options, parse_backend_options
+    from lc0_rocm.api import open_backend
     from lc0_rocm.default_net import default_net_path
-    from lc0_rocm.net.loader import load_net
 
     weights = args.weights or str(default_net_path())
-    net = load_net(weights, **head_options(parse_backend_options(args.backend_opts)))
-    backend = create_backend(args.backend, net, args.backend_opts)
-    return weights, net, backend
+    evaluator = open_backend(weights, args.backend, args.backend_opts)
+    return weights, evaluator.net, evaluator.backend
 
 
 def _minibatch(args, backend) -> int:
@@ -453,7 +452,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--weights", "-w", help="network file (default: the bundled net)")
-    ap.add_argument("--backend", "-b", default="cpu", help="cpu, rocm, rocm-fp16, rocm-auto (default cpu)")
+    ap.add_argument("--backend", "-b", default="cpu", help=f"{', '.join(BACKEND_NAMES)} (default cpu)")
     ap.add_argument("--backend-opts", "-o", default="", help="lc0-style backend options")
     ap.add_argument("--minibatch", type=int, default=0, help="MinibatchSize (0: the backend's suggestion)")
     ap.add_argument("--nodes", type=int, default=2000, help="go nodes N per position (default 2000)")

@@ -1,8 +1,17 @@
-"""Backend creation by name, and lc0-style backend options ("policy_head=optimistic,value_head=q").
+"""Backend creation by name — the one backend policy of every entry point — and lc0-style backend
+options ("policy_head=optimistic,value_head=q").
 
-Names: "cpu" (numpy reference), "rocm" (fp32), "rocm-fp16", "rocm-auto" (the GPU module picks the
-precision), and "auto" = rocm-auto when a GPU is usable, otherwise cpu with a one-line notice on
-stderr. The GPU module `lc0_rocm.backends.rocm` is imported only when asked for; its contract:
+Names (`BACKEND_NAMES`, in the order a UCI combo lists them; `DEFAULT_BACKEND` = "auto" everywhere):
+  auto       the GPU (as rocm-auto) when one is usable, otherwise the cpu backend with ONE notice
+             "<why>; using the cpu backend" (on stderr as "lc0-rocm: ...", or to the caller's `notify`)
+  cpu        the numpy reference
+  rocm       GPU, fp32
+  rocm-fp16  GPU, fp16
+  rocm-auto  GPU, the GPU module picks the precision
+The three rocm names need a GPU: without one they fail with one line (BackendError "no GPU: ...").
+Entry points (commands, tools, the engine) build backends through `lc0_rocm.api.open_backend`, which
+adds the weights file and the head options to this. The GPU module `lc0_rocm.backends.rocm` is imported only
+when asked for; its contract:
 
     gpu_available() -> bool            # a HIP device is present and usable
     RocmBackend(net, precision, options)  # precision "fp32" | "fp16" | "auto"; options: dict[str, str]
@@ -18,12 +27,16 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ..errors import BackendError
-from ..net.description import NetDescription
-from .base import Backend
+
+if TYPE_CHECKING:  # kept light: the command line imports the names without numpy
+    from ..net.description import NetDescription
+    from .base import Backend
 
 BACKEND_NAMES = ("auto", "cpu", "rocm", "rocm-fp16", "rocm-auto")
+DEFAULT_BACKEND = "auto"
 _ROCM_PRECISION = {"rocm": "fp32", "rocm-fp16": "fp16", "rocm-auto": "auto"}
 
 
@@ -130,10 +143,23 @@ def _parse_positive(opts: dict[str, str], key: str, default):
     return value
 
 
-def create_backend(name: str, net: NetDescription, options: str = "") -> Backend:
-    """Create the named backend for `net`; BackendError for an unknown name or a missing GPU."""
+def check_backend_name(name: str) -> None:
+    """BackendError (one line) unless `name` is one of BACKEND_NAMES."""
     if name not in BACKEND_NAMES:
         raise BackendError(f"unknown backend {name!r} (choose from {', '.join(BACKEND_NAMES)})")
+
+
+def _notify_stderr(message: str) -> None:
+    print(f"lc0-rocm: {message}", file=sys.stderr)
+
+
+def create_backend(name: str, net: NetDescription, options: str = "",
+                   notify: Optional[Callable[[str], None]] = None) -> Backend:
+    """Create the named backend for `net`; BackendError for an unknown name or a missing GPU.
+
+    `notify(message)` receives auto's one fallback notice (default: one "lc0-rocm: ..." line on stderr;
+    the UCI engine passes its `info string` writer)."""
+    check_backend_name(name)
     opts = parse_backend_options(options)
     _check_heads(net, opts)
     if "mlh" in opts:
@@ -143,7 +169,7 @@ def create_backend(name: str, net: NetDescription, options: str = "") -> Backend
     if name == "auto":
         ok, why = gpu_usable()
         if not ok:
-            print(f"lc0-rocm: {why}; using the cpu backend", file=sys.stderr)
+            (notify or _notify_stderr)(f"{why}; using the cpu backend")
             return _create_cpu(net, opts)
         name = "rocm-auto"
     return _create_rocm(name, net, opts)

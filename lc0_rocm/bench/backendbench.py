@@ -1,20 +1,30 @@
 """The backendbench measuring loop: warm-up, then `batches` timed evaluations per batch size.
 
-Follows lc0 master's `backendbench` (facts §8) with one benchmarking thread:
-- the position (--fen) is encoded once and replicated to each batch size outside the timing;
+Follows lc0's `backendbench` with one benchmarking thread:
 - warm-up: 2 batches of the largest size (brings a GPU from idle to full clocks, compiles, allocates);
-- batch sizes start, start + step, … ≤ max; for each, `batches` sequential evaluations; the first
-  one is kept apart (lc0 excludes it: queues and caches refill after a size change) and reported
-  as the cold-start columns; the other batches-1 give the statistics (`stats.size_stats`).
+- batch sizes start, start + step, … ≤ max; for each, `batches` sequential batches; the first one is
+  kept apart (lc0 excludes it: queues and caches refill after a size change) and reported as the
+  cold-start columns; the other batches-1 give the statistics (`stats.size_stats`).
 
-Timing: a backend that can time itself on the device offers the optional method
+Timing, by default lc0's: the wall clock (`time.perf_counter`) from before a batch is built to its
+finished outputs. Inside it, as lc0 adds every copy of the position to its computation
+(`EncodePositionForNN` for each one, then `ComputeBlocking`), the position (--fen) is encoded into
+every row of a fresh batch (`BatchEncoder`) and the batch is evaluated synchronously (`evaluate`
+returns finished host arrays). The numbers therefore include our host-side cost per position.
+
+A backend that can time itself on the device offers the optional method
 
     evaluate_timed(planes) -> (NetOutputs, seconds)
 
-(seconds of device time for that batch, e.g. between two events on its stream around the whole
-evaluation, uploads and downloads included); the bench uses it when present. Otherwise the time is
-the wall clock (`time.perf_counter`) around a synchronous `evaluate`, which returns finished host
-arrays. Batches larger than the backend's `max_batch` are evaluated in pieces whose times are added.
+(seconds of device time for that batch, between two events on its stream around the whole
+evaluation, uploads and downloads included); the bench then evaluates through it, inside the same
+wall-clock timing, and keeps the device times as a second timing of the same batches: an extra
+column, or the table's timing with `primary="device"` (--device-time; the wall clock becomes the
+extra column). Batches larger than the backend's `max_batch` are encoded once and evaluated in
+pieces (device times added).
+
+`make_timer` / `measure_size` time a ready, pre-encoded batch instead (device time when offered):
+for kernel work such as tools/perf_suite.py, not lc0's measurement.
 """
 
 from __future__ import annotations
@@ -26,8 +36,9 @@ from typing import Callable, Iterator, Optional, Protocol, runtime_checkable
 import numpy as np
 
 from ..backends.base import Backend, NetOutputs
-from ..encoding.packed import PackedPlanes
-from .stats import SizeStats, size_stats
+from ..encoding.history import History
+from ..encoding.packed import NUM_PLANES, PackedPlanes
+from .stats import SizeStats, size_stats, with_extra
 
 WARMUP_BATCHES = 2
 MAX_BATCH_SIZE = 1024  # lc0's limits on the flags
@@ -77,41 +88,137 @@ def replicate(planes: PackedPlanes, n: int) -> PackedPlanes:
     )
 
 
+def position_history(fen: str) -> History:
+    """The position to benchmark (a FEN, no moves); PositionError for a bad FEN."""
+    from ..encoding.position import parse_position
+
+    return parse_position(fen, [])
+
+
 def encode_fen(fen: str, input_format: int) -> PackedPlanes:
     """The packed input of one position given by FEN (no moves), for the net's input format."""
     from ..encoding.planes import encode_positions
-    from ..encoding.position import parse_position
 
-    return encode_positions([parse_position(fen, [])], input_format)
+    return encode_positions([position_history(fen)], input_format)
 
 
-def timer_kind(backend: Backend) -> str:
-    return "device" if isinstance(backend, TimedBackend) else "wall"
+class BatchEncoder:
+    """Builds the batch lc0's backendbench times: `n` copies of one position, every row encoded by
+    the search's compiled encoder (`search.encode`, the engine's own path; lc0 encodes in C++)."""
+
+    def __init__(self, history: History, input_format: int, fill: str = "fen_only"):
+        from ..encoding.planes import encode_positions
+        from ..search import encode as enc
+        from ..search.params import FILL_CODES
+        from ..search.tree import M_STARTPOS, NodeTree
+
+        encode_positions([history], input_format)  # checks the input format once, outside any timing
+        tree = NodeTree()
+        tree.set_position("backendbench", [], history.last)
+        self._t = tree.arrays
+        self._root = tree.root_row
+        self._startpos = bool(self._t.meta[M_STARTPOS])
+        self._fill = FILL_CODES[fill]
+        self._encode = enc.encode_copies
+        self.history = history
+        self.input_format = input_format
+        self._rows(1)  # compiles or loads the encoder outside any timing
+
+    def __call__(self, n: int) -> PackedPlanes:
+        return self._rows(n)
+
+    def _rows(self, n: int) -> PackedPlanes:
+        t = self._t
+        masks = np.zeros((n, NUM_PLANES), dtype=np.uint64)
+        values = np.ones((n, NUM_PLANES), dtype=np.float32)
+        transforms = np.empty(n, dtype=np.int32)
+        self._encode(n, self._root, t.parent, t.bbs, t.castling, t.black, t.ep, t.rule50, t.reps, self._startpos,
+                     self.input_format, self._fill, masks, values, transforms)
+        return PackedPlanes(masks, values, transforms)
+
+
+@dataclass(frozen=True)
+class BatchTime:
+    """Two timings of one batch (seconds)."""
+
+    wall: float  # wall clock: encoding + blocking evaluation (lc0's)
+    device: Optional[float]  # device time reported by evaluate_timed; None when the backend has none
+
+
+def has_device_timer(backend: Backend) -> bool:
+    return isinstance(backend, TimedBackend)
+
+
+def timer_kind(backend: Backend, primary: str = "wall") -> str:
+    """The timing the table will show: "wall" (lc0's), or "device" when asked for and offered."""
+    return "device" if primary == "device" and has_device_timer(backend) else "wall"
+
+
+def _pieces(planes: PackedPlanes, limit: int) -> Iterator[PackedPlanes]:
+    n = len(planes)
+    if n <= limit:
+        yield planes
+        return
+    for s in range(0, n, limit):
+        e = min(n, s + limit)
+        yield PackedPlanes(planes.masks[s:e], planes.values[s:e], planes.transforms[s:e])
+
+
+def _limit(backend: Backend) -> int:
+    return max(1, int(getattr(backend, "max_batch", MAX_BATCH_SIZE)))
+
+
+def batch_timer(backend: Backend, encoder: Callable[[int], PackedPlanes],
+                clock: Callable[[], float] = time.perf_counter) -> Callable[[int], BatchTime]:
+    """A function building (with `encoder`) and evaluating one batch of n positions, timed lc0's way:
+    the wall clock around both; with the device time too when the backend offers it."""
+    limit = _limit(backend)
+    device = has_device_timer(backend)
+
+    def timed(n: int) -> BatchTime:
+        t0 = clock()
+        planes = encoder(n)
+        if device:
+            seconds = 0.0
+            for p in _pieces(planes, limit):
+                seconds += float(backend.evaluate_timed(p)[1])
+        else:
+            seconds = None
+            for p in _pieces(planes, limit):
+                backend.evaluate(p)
+        return BatchTime(clock() - t0, seconds)
+
+    return timed
+
+
+def measure_batches(timed: Callable[[int], BatchTime], size: int, batches: int, primary: str = "wall") -> SizeStats:
+    """`batches` batches of `size`; the first one is reported apart, not measured. The table's statistics
+    come from the `primary` timing ("wall" or "device"); the other one, when there is one, rides along."""
+    times = [timed(size) for _ in range(batches)]
+    main = [getattr(t, primary) for t in times]
+    if main[0] is None:
+        raise ValueError("device timing needs a backend with evaluate_timed")
+    s = size_stats(size, main[0], main[1:])
+    other = "device" if primary == "wall" else "wall"
+    extra = [getattr(t, other) for t in times]
+    return s if extra[0] is None else with_extra(s, other, extra[0], extra[1:])
 
 
 def make_timer(backend: Backend, clock: Callable[[], float] = time.perf_counter) -> Callable[[PackedPlanes], float]:
-    """A function evaluating one batch and returning its time in seconds (device time when offered)."""
-    limit = max(1, int(getattr(backend, "max_batch", MAX_BATCH_SIZE)))
+    """A function evaluating one READY batch and returning its time in seconds (device time when
+    offered, else the wall clock around `evaluate`); no encoding is timed. For kernel work."""
+    limit = _limit(backend)
 
-    def pieces(planes: PackedPlanes) -> Iterator[PackedPlanes]:
-        n = len(planes)
-        if n <= limit:
-            yield planes
-            return
-        for s in range(0, n, limit):
-            e = min(n, s + limit)
-            yield PackedPlanes(planes.masks[s:e], planes.values[s:e], planes.transforms[s:e])
-
-    if isinstance(backend, TimedBackend):
+    if has_device_timer(backend):
 
         def timed(planes: PackedPlanes) -> float:
-            return sum(float(backend.evaluate_timed(p)[1]) for p in pieces(planes))
+            return sum(float(backend.evaluate_timed(p)[1]) for p in _pieces(planes, limit))
 
     else:
 
         def timed(planes: PackedPlanes) -> float:
             total = 0.0
-            for p in pieces(planes):
+            for p in _pieces(planes, limit):
                 t0 = clock()
                 backend.evaluate(p)
                 total += clock() - t0
@@ -120,14 +227,8 @@ def make_timer(backend: Backend, clock: Callable[[], float] = time.perf_counter)
     return timed
 
 
-def warm_up(timed: Callable[[PackedPlanes], float], position: PackedPlanes, size: int, rounds: int = WARMUP_BATCHES) -> list[float]:
-    """lc0's warm-up: `rounds` batches of the largest size; returns their times (s)."""
-    batch = replicate(position, size)
-    return [timed(batch) for _ in range(rounds)]
-
-
 def measure_size(timed: Callable[[PackedPlanes], float], position: PackedPlanes, size: int, batches: int) -> SizeStats:
-    """`batches` evaluations of `size` copies; the first one is reported apart, not measured."""
+    """`make_timer`'s counterpart of `measure_batches`: `batches` evaluations of `size` ready copies."""
     batch = replicate(position, size)
     times = [timed(batch) for _ in range(batches)]
     return size_stats(size, times[0], times[1:])
@@ -135,21 +236,29 @@ def measure_size(timed: Callable[[PackedPlanes], float], position: PackedPlanes,
 
 def run_bench(
     backend: Backend,
-    position: PackedPlanes,
+    position: History,
     config: BenchConfig,
     on_size: Optional[Callable[[SizeStats], None]] = None,
     clock: Callable[[], float] = time.perf_counter,
+    primary: str = "wall",
+    encoder: Optional[Callable[[int], PackedPlanes]] = None,
 ) -> tuple[list[float], list[SizeStats]]:
     """Warm up, then measure every batch size of `config`; `on_size` sees each result as it comes.
 
-    Returns (warm-up times in s, one SizeStats per size).
+    `primary`: the table's timing, "wall" (lc0's, the default) or "device" (ValueError when the
+    backend cannot time itself). `encoder` (default `BatchEncoder(position, net input format)`) builds
+    each timed batch. Returns (warm-up times in s by the primary timing, one SizeStats per size).
     """
     config.validate()
-    timed = make_timer(backend, clock)
-    warm = warm_up(timed, position, config.max_batch_size)
+    if primary not in ("wall", "device"):
+        raise ValueError(f"primary timing must be 'wall' or 'device', got {primary!r}")
+    if primary == "device" and not has_device_timer(backend):
+        raise ValueError(f"device timing needs a backend that times itself; {backend.name} does not")
+    timed = batch_timer(backend, encoder or BatchEncoder(position, backend.net.input_format), clock)
+    warm = [getattr(timed(config.max_batch_size), primary) for _ in range(WARMUP_BATCHES)]
     results = []
     for size in config.sizes():
-        s = measure_size(timed, position, size, config.batches)
+        s = measure_batches(timed, size, config.batches, primary)
         results.append(s)
         if on_size is not None:
             on_size(s)

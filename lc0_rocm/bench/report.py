@@ -5,10 +5,14 @@ The table is lc0's, column for column and width for width:
     size, mean nps, mean ms,   sdev,     cv, max nps,  median, min nps, first max, first mean
 
 (size %4d; nps columns rounded to integers, mean ms with 4 significant digits, sdev/cv/first-*
-with 4 decimals). The header is printed before the first size and again every 32 sizes, or only
-once with --header-only-once. The --csv file holds the same columns, comma-separated, unpadded and
-at full precision; --json also keeps the per-batch times; --plot draws nps and ms per batch against
-batch size with matplotlib (the optional `lc0-rocm[plot]` extra, imported only when asked for).
+with 4 decimals). When the sizes carry a second timing (`SizeStats.extra_kind`: the device time of a
+GPU backend next to lc0's wall clock, or the wall clock under --device-time) one column is appended,
+its mean ms per batch (`, device ms` / `,   wall ms`, %10.4f); without one the table is lc0's exactly.
+The header is printed before the first size and again every 32 sizes, or only once with
+--header-only-once. The --csv file holds the same columns, comma-separated, unpadded and
+at full precision; --json also keeps the per-batch times; --plot draws nps and ms per batch (and
+the second timing's ms) against batch size with matplotlib (the optional `lc0-rocm[plot]` extra,
+imported only when asked for).
 """
 
 from __future__ import annotations
@@ -24,6 +28,17 @@ from .stats import SizeStats
 HEADER = "size, mean nps, mean ms,   sdev,     cv, max nps,  median, min nps, first max, first mean"
 COLUMNS = [c.strip() for c in HEADER.split(",")]
 HEADER_EVERY = 32
+EXTRA_WIDTH = 10
+
+
+def header(extra_kind: str = "") -> str:
+    """lc0's header line, plus the second timing's column when there is one."""
+    return HEADER + (f",{extra_kind + ' ms':>{EXTRA_WIDTH}}" if extra_kind else "")
+
+
+def columns(extra_kind: str = "") -> list[str]:
+    """The CSV / JSON column names."""
+    return COLUMNS + ([f"{extra_kind} ms"] if extra_kind else [])
 
 
 def header_due(size: int, start: int, step: int, header_only_once: bool) -> bool:
@@ -35,17 +50,18 @@ def header_due(size: int, start: int, step: int, header_only_once: bool) -> bool
 
 def format_row(s: SizeStats) -> str:
     """One table row, formatted as lc0 master prints it."""
-    return (
+    row = (
         f"{s.size:4d},{s.mean_nps:9.0f},{s.mean_ms:8.4g},{s.sdev_ms:7.4f},{s.cv:7.4f},"
         f"{s.max_nps:8.0f},{s.median_nps:8.0f},{s.min_nps:8.0f},{s.first_max_ms:10.4f},{s.first_mean_ms:11.4f}"
     )
+    return row + (f",{s.extra_mean_ms:{EXTRA_WIDTH}.4f}" if s.extra_kind else "")
 
 
 def format_table(stats: Iterable[SizeStats], start: int, step: int, header_only_once: bool = False) -> str:
     lines = []
     for s in stats:
         if header_due(s.size, start, step, header_only_once):
-            lines.append(HEADER)
+            lines.append(header(s.extra_kind))
         lines.append(format_row(s))
     return "\n".join(lines)
 
@@ -54,23 +70,25 @@ def _row_values(s: SizeStats) -> list:
     return [
         s.size, s.mean_nps, s.mean_ms, s.sdev_ms, s.cv, s.max_nps, s.median_nps, s.min_nps, s.first_max_ms,
         s.first_mean_ms,
-    ]
+    ] + ([s.extra_mean_ms] if s.extra_kind else [])
 
 
 def write_csv(path, stats: Iterable[SizeStats]) -> None:
     """The table's columns as a plain CSV file (one header line, full precision)."""
+    stats = list(stats)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(COLUMNS)
+        w.writerow(columns(stats[0].extra_kind if stats else ""))
         for s in stats:
             w.writerow([repr(v) if isinstance(v, float) else v for v in _row_values(s)])
 
 
 def write_json(path, info: dict, warmup: list[float], stats: Iterable[SizeStats], clippy: Optional[dict]) -> None:
     """Everything measured: run info, warm-up times, per size the table's values and every batch time."""
+    stats = list(stats)
     doc = {
         **info,
-        "columns": COLUMNS,
+        "columns": columns(stats[0].extra_kind if stats else ""),
         "warmup_ms": [t * 1000.0 for t in warmup],
         "sizes": [s.as_dict() for s in stats],
         "clippy": clippy,
@@ -106,6 +124,8 @@ def write_plot(path, stats: list[SizeStats], title: str = "") -> None:
     sd = [0.0 if s.sdev_ms != s.sdev_ms else s.sdev_ms for s in stats]  # NaN (one batch) → no bar
     ax2.errorbar(sizes, ms, yerr=sd, marker=".", capsize=2, label="mean ± sdev")
     ax2.plot(sizes, [s.size / s.median_nps * 1000.0 for s in stats], linestyle="--", label="median")
+    if stats and stats[0].extra_kind:
+        ax2.plot(sizes, [s.extra_mean_ms for s in stats], linestyle=":", label=f"{stats[0].extra_kind} time (mean)")
     ax2.set_xlabel("batch size")
     ax2.set_ylabel("ms per batch")
     ax2.set_ylim(bottom=0)

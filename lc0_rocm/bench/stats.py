@@ -9,12 +9,16 @@ is NOT among them, it is kept apart as `first`):
 - median nps = i / median t (the mean of the two middle times when n is even)
 - first max, first mean (ms): lc0's cold-start columns. With one benchmarking thread (the only
   mode here) both equal the time of the first, excluded, batch.
+
+A size may also carry a second timing of the same batches (`with_extra`): e.g. the device time a GPU
+backend measures next to the wall clock the table is computed from. Only its mean ms is shown (the
+extra column); its per-batch times are kept for the JSON file.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,14 @@ class SizeStats:
     min_nps: float
     first_max_ms: float
     first_mean_ms: float
+    extra_kind: str = ""  # name of the second timing ("device" or "wall"), "" without one
+    extra_first: float = math.nan  # seconds of the first batch by the second timing
+    extra_times: tuple[float, ...] = ()  # seconds per measured batch by the second timing
+
+    @property
+    def extra_mean_ms(self) -> float:
+        """Mean ms per measured batch by the second timing (NaN without one)."""
+        return math.fsum(self.extra_times) / len(self.extra_times) * 1000.0 if self.extra_times else math.nan
 
     def as_dict(self, with_times: bool = True) -> dict:
         d = {
@@ -45,9 +57,14 @@ class SizeStats:
             "first_max_ms": self.first_max_ms,
             "first_mean_ms": self.first_mean_ms,
         }
+        if self.extra_kind:
+            d[f"{self.extra_kind}_mean_ms"] = self.extra_mean_ms
         if with_times:
             d["first_ms"] = self.first * 1000.0
             d["times_ms"] = [t * 1000.0 for t in self.times]
+            if self.extra_kind:
+                d[f"{self.extra_kind}_first_ms"] = self.extra_first * 1000.0
+                d[f"{self.extra_kind}_times_ms"] = [t * 1000.0 for t in self.extra_times]
         return d
 
 
@@ -89,3 +106,11 @@ def size_stats(size: int, first: float, times) -> SizeStats:
         first_max_ms=first_ms,
         first_mean_ms=first_ms,
     )
+
+
+def with_extra(s: SizeStats, kind: str, first: float, times) -> SizeStats:
+    """`s` carrying a second timing `kind` of the same batches: its first batch and measured batches (s)."""
+    ts = tuple(float(t) for t in times)
+    if len(ts) != len(s.times):
+        raise ValueError(f"the {kind} timing has {len(ts)} measured batches, the table's {len(s.times)}")
+    return replace(s, extra_kind=kind, extra_first=float(first), extra_times=ts)

@@ -1,14 +1,22 @@
 """`lc0-rocm backendbench`: throughput of a backend against batch size, printed as lc0 master prints it.
 
 Same flags as `lc0 backendbench` (--weights, --backend, --backend-opts, --batches, --start-batch-size,
---max-batch-size, --batch-step, --fen, --clippy, --header-only-once) plus --csv, --json and --plot
-files. The table goes to stdout; what was loaded and how time is measured goes to stderr.
+--max-batch-size, --batch-step, --fen, --clippy, --header-only-once) plus --device-time and --csv,
+--json and --plot files. The table goes to stdout; what was loaded and how time is measured goes to
+stderr.
+
+Timing is lc0's by default: the wall clock around each batch, encoding the position into every row
+of the batch included, as lc0 does (`bench.backendbench`). A backend that times itself on the device
+(the GPU) adds its device time per batch as an extra last column ("device ms"); --device-time makes
+the device time the table's timing and the wall clock the extra column.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from ..backends.factory import BACKEND_NAMES, DEFAULT_BACKEND
 
 STARTPOS_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 
@@ -34,7 +42,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     parser.error = _one_line_error  # type: ignore[method-assign]
     parser.add_argument("-w", "--weights", default=None, help=f"network file (default: {default_net_path()})")
-    parser.add_argument("-b", "--backend", default="auto", help="cpu, rocm, rocm-fp16, rocm-auto or auto (default: auto)")
+    parser.add_argument("-b", "--backend", default=DEFAULT_BACKEND,
+                        help=f"{', '.join(BACKEND_NAMES)} (default: {DEFAULT_BACKEND})")
     parser.add_argument("-o", "--backend-opts", default="", help='backend options, "key=value,key=value"')
     parser.add_argument("--batches", type=int, default=100, help="batches per batch size (default: 100)")
     parser.add_argument("--start-batch-size", type=int, default=1, help="first batch size (default: 1)")
@@ -45,6 +54,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="recommend minibatch sizes, as lc0's Clippy does")
     parser.add_argument("--header-only-once", nargs="?", const=True, default=False, type=_bool, metavar="true|false",
                         help="print the table header only once")
+    parser.add_argument("--device-time", nargs="?", const=True, default=False, type=_bool, metavar="true|false",
+                        help="time batches by the backend's device events (GPU backends) instead of lc0's wall clock "
+                             "around encoding + evaluation; the wall clock becomes the extra column")
     parser.add_argument("--csv", metavar="FILE", help="also write the table as a CSV file")
     parser.add_argument("--json", metavar="FILE", help="also write every measurement as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="also plot nps and ms per batch (needs lc0-rocm[plot])")
@@ -67,13 +79,12 @@ def run(args) -> int:
 
     import numpy as np
 
-    from ..backends.factory import create_backend, head_options
+    from ..api import open_backend
     from ..bench import report
-    from ..bench.backendbench import BenchConfig, encode_fen, run_bench, timer_kind
+    from ..bench.backendbench import BenchConfig, has_device_timer, position_history, run_bench, timer_kind
     from ..bench.clippy import Clippy
     from ..default_net import default_net_path
     from ..errors import Lc0RocmError
-    from ..net.loader import load_net
 
     config = BenchConfig(args.batches, args.start_batch_size, args.max_batch_size, args.batch_step)
     try:
@@ -85,16 +96,22 @@ def run(args) -> int:
             _check_output_path(flag, path)
     if args.plot:
         report.require_matplotlib()  # fail now, not after the whole run
+    position = position_history(args.fen)  # a bad FEN fails before the net is loaded
 
     weights = Path(args.weights).expanduser() if args.weights else default_net_path()
-    net = load_net(weights, **head_options(args.backend_opts))
-    position = encode_fen(args.fen, net.input_format)
-    backend = create_backend(args.backend, net, args.backend_opts)
-    timer = timer_kind(backend)
+    evaluator = open_backend(weights, args.backend, args.backend_opts)
+    backend = evaluator.backend
+    if args.device_time and not has_device_timer(backend):
+        evaluator.close()
+        raise Lc0RocmError(f"--device-time: backend {backend.name} does not time itself on a device")
+    timer = timer_kind(backend, "device" if args.device_time else "wall")
+    extra = ("wall" if timer == "device" else "device") if has_device_timer(backend) else None
+    timing = ("device time per batch (uploads, compute, downloads)" if timer == "device"
+              else "wall-clock timing around encoding + evaluation, as lc0")
     print(
         f"backendbench: net {weights}, backend {backend.name}"
-        f"{' (' + args.backend_opts + ')' if args.backend_opts else ''}, "
-        f"{'device' if timer == 'device' else 'wall-clock'} timing, {args.batches} batches per size "
+        f"{' (' + args.backend_opts + ')' if args.backend_opts else ''}, {timing}"
+        f"{f'; extra column: {extra} ms per batch' if extra else ''}, {args.batches} batches per size "
         f"(first excluded), warm-up 2 x {args.max_batch_size}",
         file=sys.stderr,
     )
@@ -103,7 +120,7 @@ def run(args) -> int:
 
     def on_size(s):
         if report.header_due(s.size, config.start_batch_size, config.batch_step, args.header_only_once):
-            print(report.HEADER)
+            print(report.header(s.extra_kind))
         print(report.format_row(s), flush=True)
         if clippy is not None:
             clippy.update(s.size, s.mean_nps)
@@ -111,9 +128,9 @@ def run(args) -> int:
                 print(clippy.box(final=False), flush=True)
 
     try:
-        warm, stats = run_bench(backend, position, config, on_size)
+        warm, stats = run_bench(backend, position, config, on_size, primary=timer)
     finally:
-        backend.close()
+        evaluator.close()
     if clippy is not None:
         print(clippy.box(final=True), flush=True)
 
@@ -127,6 +144,7 @@ def run(args) -> int:
             "backend_opts": args.backend_opts,
             "fen": args.fen,
             "timer": timer,
+            "extra_timer": extra,
             "batches": config.batches,
             "start_batch_size": config.start_batch_size,
             "max_batch_size": config.max_batch_size,

@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
+from ..backends.factory import BACKEND_NAMES, DEFAULT_BACKEND
+
 FP32_LIMIT = 1e-4
 FP16_TOP1 = 0.99
 FP16_Q_MEAN = 0.005
@@ -31,7 +33,8 @@ DEFAULT_POSITIONS = 512
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", "-w", metavar="FILE", help="network file (default: the bundled net)")
-    parser.add_argument("--backend", "-b", default="auto", help="backend to check: rocm, rocm-fp16, rocm-auto, auto, cpu")
+    parser.add_argument("--backend", "-b", default=DEFAULT_BACKEND,
+                        help=f"backend to check: {', '.join(BACKEND_NAMES)} (default {DEFAULT_BACKEND})")
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="lc0-style backend options")
     parser.add_argument("--positions", "-n", type=int, default=DEFAULT_POSITIONS, metavar="N",
                         help=f"positions from the built-in suite (default {DEFAULT_POSITIONS})")
@@ -163,13 +166,12 @@ def run(args) -> int:
     import numpy as np
 
     from .. import validation_positions
+    from ..api import open_backend
     from ..backends.cpu import CpuBackend
-    from ..backends.factory import create_backend, head_options, parse_backend_options
     from ..default_net import default_net_path
     from ..encoding.planes import encode_positions
     from ..encoding.policy_map import legal_move_indices
     from ..errors import Lc0RocmError
-    from ..net.loader import load_net
 
     if args.positions < 1:
         raise Lc0RocmError(f"--positions must be >= 1, got {args.positions}")
@@ -187,11 +189,10 @@ def run(args) -> int:
     else:
         boards = validation_positions.boards(args.positions)
         source = f"{len(boards)} positions"
-    opts = parse_backend_options(args.backend_opts)
     weights = args.weights or default_net_path()
-    net = load_net(weights, **head_options(opts))
-    backend = create_backend(args.backend, net, args.backend_opts)
-    mlh = "mlh" not in opts or opts["mlh"].lower() not in ("false", "0", "no", "off")
+    evaluator = open_backend(weights, args.backend, args.backend_opts)
+    net, backend = evaluator.net, evaluator.backend
+    mlh = evaluator.options.get("mlh", "true").lower() not in ("false", "0", "no", "off")
     ref_backend = CpuBackend(net, dtype=np.float32, mlh=mlh, threads=os.cpu_count())
     try:
         planes = encode_positions(boards, net.input_format)
@@ -200,7 +201,7 @@ def run(args) -> int:
         out = _evaluate(backend, planes, args.batch)
         ours = search_bestmoves(backend, net, boards, args.nodes, args.minibatch) if args.nodes else None
     finally:
-        backend.close()
+        evaluator.close()
     ref = _evaluate(ref_backend, planes, args.batch)
     theirs = search_bestmoves(ref_backend, net, boards, args.nodes, args.minibatch) if args.nodes else None
 

@@ -379,3 +379,13 @@ def input_hash(masks, values, black, ep_file):
     h *= _P3
     h ^= h >> np.uint64(32)
     return h
+
+
+@jit
+def encode_copies(n, node, parent, bbs, castling, black, ep_file, rule50, reps, first_is_startpos,
+                  input_format, fill, masks, values, transforms):
+    """Encode position `node` into rows 0..n-1 (each row encoded, not copied: what lc0's
+    backendbench times for a batch of n copies)."""
+    for j in range(n):
+        transforms[j] = encode(node, parent, bbs, castling, black, ep_file, rule50, reps, first_is_startpos,
+                               input_format, fill, masks[j], values[j])

@@ -39,9 +39,13 @@ def cache_dir() -> Path:
 
 
 def is_compiled() -> bool:
-    """Whether a compiled search is already cached (a first start compiles for about a minute)."""
-    d = cache_dir()
-    return d.is_dir() and any(d.rglob("*worker*.nbc"))
+    """Whether a compiled search is already cached for this copy of the sources (a first start
+    compiles for about a minute). numba files its cache under a folder named after the sources'
+    folder and a SHA-1 of its absolute path (`numba.core.caching._CacheLocator.
+    get_suitable_cache_subpath`), so another installed copy's cache does not count."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    d = cache_dir() / f"{os.path.basename(here)}_{hashlib.sha1(here.encode()).hexdigest()}"
+    return d.is_dir() and any(d.glob("worker*.nbc"))
 
 
 os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir()))

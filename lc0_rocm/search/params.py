@@ -2,7 +2,9 @@
 
 `SearchParams` is what the UCI layer fills from its options; `packed()` lays the numbers out in
 one float64 array for the compiled worker (indices `P_*`). `collision_budget` and
-`suggested_minibatch` are the two rules lc0 applies around a gathering.
+`suggested_minibatch` are the two rules lc0 applies around a gathering. `contempt_value` and
+`wdl_rescale_params` turn lc0's contempt options into the (ratio, diff) of its WDL rescaling
+(`src/search/classic/params.cc: GetContempt, AccurateWDLRescaleParams, SimplifiedWDLRescaleParams`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ CPU_MINIBATCH = 16
 
 (P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FPU, P_FPU_ABSOLUTE, P_FPU_ROOT, P_FPU_ABSOLUTE_ROOT,
  P_TWO_FOLD, P_STICKY, P_MLH, P_ML_MAX, P_ML_THRESHOLD, P_ML_SLOPE, P_ML_CONSTANT, P_ML_SCALED,
- P_ML_QUADRATIC, P_TEMPERATURE, P_INPUT_FORMAT, P_FILL, P_CACHE_HISTORY, P_EXACT_LIMIT) = range(21)
-P_SIZE = 24
+ P_ML_QUADRATIC, P_TEMPERATURE, P_INPUT_FORMAT, P_FILL, P_CACHE_HISTORY, P_EXACT_LIMIT,
+ P_DRAW_SCORE, P_WDL_RATIO, P_WDL_DIFF, P_WDL_MAX_S, P_CONTEMPT_BLACK, P_TB_PIECES, P_OUT_OF_ORDER) = range(28)
+P_SIZE = 32
+CONTEMPT_MODES = ("none", "white", "black")
 FILL_CODES = {"no": 0, "fen_only": 1, "always": 2}
 
 
@@ -52,6 +56,26 @@ class SearchParams:
     moves_left_constant_factor: float = 0.0
     moves_left_scaled_factor: float = 1.6521
     moves_left_quadratic_factor: float = -0.6521
+    max_out_of_order_factor: float = MAX_OUT_OF_ORDER_FACTOR
+    out_of_order_eval: bool = True
+    smart_pruning_minimum_batches: int = 0
+    per_pv_counters: bool = False
+    draw_score: float = 0.0  # DrawScore: a draw's value for White (Black gets its negation)
+    wdl_rescale_ratio: float = 1.0  # from `wdl_rescale_params`
+    wdl_rescale_diff: float = 0.0
+    wdl_max_s: float = 1.4
+    wdl_eval_objectivity: float = 1.0
+    contempt_mode: str = "none"  # the side contempt favours in this search: none, white, black
+    syzygy_fast_play: bool = False
+    nps_limit: float = 0.0
+    ram_limit_mb: int = 0
+    solid_tree_threshold: int = 100
+
+    @property
+    def rescales_nn_values(self) -> bool:
+        """Whether network values go through the WDL rescaling (lc0's condition in
+        `SearchWorker::FetchSingleNodeResult`)."""
+        return self.wdl_rescale_ratio != 1.0 or (self.wdl_rescale_diff != 0.0 and self.contempt_mode != "none")
 
     def packed(self, mlh: bool, input_format: int, fill: str, cache_history_length: int) -> np.ndarray:
         p = np.zeros(P_SIZE, dtype=np.float64)
@@ -70,6 +94,16 @@ class SearchParams:
         p[P_TEMPERATURE] = self.policy_temperature
         p[P_INPUT_FORMAT], p[P_FILL], p[P_CACHE_HISTORY] = input_format, FILL_CODES[fill], cache_history_length
         p[P_EXACT_LIMIT] = float(self.exact_node_limit)
+        p[P_DRAW_SCORE] = self.draw_score
+        if self.rescales_nn_values:
+            p[P_WDL_RATIO] = self.wdl_rescale_ratio
+            p[P_WDL_DIFF] = 0.0 if self.contempt_mode == "none" else self.wdl_rescale_diff
+        else:
+            p[P_WDL_RATIO], p[P_WDL_DIFF] = 1.0, 0.0
+        p[P_WDL_MAX_S] = self.wdl_max_s
+        p[P_CONTEMPT_BLACK] = 1.0 if self.contempt_mode == "black" else 0.0
+        p[P_TB_PIECES] = 0.0  # set by the search when tablebases are open
+        p[P_OUT_OF_ORDER] = float(self.out_of_order_eval)
         return p
 
 
@@ -92,3 +126,73 @@ def collision_budget(nodes: float, params: SearchParams) -> int:
         return 1
     ratio = ((nodes - start) / (end - start)) ** params.max_collision_visits_scaling_power
     return int(math.floor(1 + (params.max_collision_visits - 1) * ratio + 0.5))
+
+
+def contempt_value(opponent: str, contempt: str, rating_adv: float) -> float:
+    """lc0's contempt in Elo: UCI_RatingAdv, overridden by a bare number in Contempt, or by the
+    value of the first `name=value` entry whose name occurs in UCI_Opponent (case-insensitive).
+    ValueError for an entry that is not a number or has more than one `=`."""
+    value = float(rating_adv)
+    for entry in (contempt or "").split(","):
+        if not entry:
+            continue
+        parts = entry.split("=")
+        if len(parts) == 1:
+            try:
+                value = float(parts[0])
+            except ValueError:
+                raise ValueError(f"invalid default contempt: {entry}") from None
+        elif len(parts) == 2:
+            if parts[0].lower() in (opponent or "").lower():
+                try:
+                    value = float(parts[1])
+                except ValueError:
+                    raise ValueError(f"invalid contempt entry: {entry}") from None
+                break
+        else:
+            raise ValueError(f"invalid contempt entry: {entry}")
+    return value
+
+
+def _f(x) -> np.float32:
+    return np.float32(x)
+
+
+def wdl_rescale_params(contempt: float, draw_rate_target: float = 0.0, draw_rate_reference: float = 0.5,
+                       book_exit_bias: float = 0.65, contempt_max: float = 420.0, attenuation: float = 1.0,
+                       calibration_elo: float = 0.0) -> tuple[float, float]:
+    """(ratio, diff) of lc0's WDL rescaling, in float32 as lc0 computes them: the accurate model
+    (draw rate target and book-exit bias) when WDLCalibrationElo is 0, else the simplified one
+    (draw rate and accuracy from the Elo of both sides)."""
+    c = _f(min(max(contempt, -contempt_max), contempt_max))
+    ref = _f(draw_rate_reference)
+    scale_reference = _f(1) / _f(math.log(_f((_f(1) + ref) / (_f(1) - ref))))
+    ln10_200 = _f(math.log(10)) / _f(200)
+    if calibration_elo == 0:
+        target = _f(draw_rate_target)
+        if 0 < target < 0.001:
+            target = _f(0.001)
+        scale_target = scale_reference if target == 0 else _f(1) / _f(math.log(_f((_f(1) + target) / (_f(1) - target))))
+        ratio = scale_target / scale_reference
+        bias = _f(book_exit_bias)
+        den = (_f(1) / _f(math.cosh(_f(0.5) * (_f(1) - bias) / scale_target)) ** 2
+               + _f(1) / _f(math.cosh(_f(0.5) * (_f(1) + bias) / scale_target)) ** 2)
+        diff = scale_target / (scale_reference * scale_reference) / _f(den) * ln10_200 * c * _f(attenuation)
+        return float(ratio), float(diff)
+    scale_zero, elo_slope, offset = _f(15), _f(425), _f(6.75)
+
+    def pair_elo(elo):
+        sharp, mid = _f(250), _f(2737)
+        return _f(elo + _f(0.5) * sharp * _f(math.log(_f(1) + _f(math.exp((mid - elo) / sharp)))))
+
+    elo_active = _f(calibration_elo)
+    elo_opp = _f(elo_active - c)
+    elo_active, elo_opp = pair_elo(elo_active), pair_elo(elo_opp)
+    scale_active = _f(1) / (_f(1) / scale_zero + _f(math.exp(elo_active / elo_slope - offset)))
+    scale_opp = _f(1) / (_f(1) / scale_zero + _f(math.exp(elo_opp / elo_slope - offset)))
+    scale_target = _f(math.sqrt((scale_active * scale_active + scale_opp * scale_opp) / _f(2)))
+    ratio = scale_target / scale_reference
+    mu_active = -ln10_200 * scale_zero * elo_slope * _f(math.log(_f(1) + _f(math.exp(-elo_active / elo_slope + offset)) / scale_zero))
+    mu_opp = -ln10_200 * scale_zero * elo_slope * _f(math.log(_f(1) + _f(math.exp(-elo_opp / elo_slope + offset)) / scale_zero))
+    diff = _f(1) / (scale_reference * scale_reference) * (mu_active - mu_opp) * _f(attenuation)
+    return float(ratio), float(diff)

@@ -598,3 +598,20 @@ def move_to_code(board: chess.Board, move: chess.Move) -> int:
             return f * 64 + t
         return CASTLE + f * 64 + (f & 56) + (6 if t > f else 2)
     return f * 64 + t
+
+
+def board_from_arrays(bbs, black: bool, ep_file: int, rule50: int) -> chess.Board:
+    """A python-chess board (no castling rights, no move stack) of a position in the search's
+    arrays: what the tablebase probes read."""
+    b = chess.Board.empty()
+    v = [int(x) for x in bbs]
+    b.pawns, b.knights, b.bishops = v[0] | v[6], v[1] | v[7], v[2] | v[8]
+    b.rooks, b.queens, b.kings = v[3] | v[9], v[4] | v[10], v[5] | v[11]
+    b.occupied_co[chess.WHITE] = v[0] | v[1] | v[2] | v[3] | v[4] | v[5]
+    b.occupied_co[chess.BLACK] = v[6] | v[7] | v[8] | v[9] | v[10] | v[11]
+    b.occupied = b.occupied_co[chess.WHITE] | b.occupied_co[chess.BLACK]
+    b.turn = chess.BLACK if black else chess.WHITE
+    b.castling_rights = chess.BB_EMPTY
+    b.ep_square = None if ep_file < 0 else ep_file + (16 if black else 40)
+    b.halfmove_clock = int(rule50)
+    return b

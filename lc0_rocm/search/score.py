@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import math
 import struct
+from dataclasses import dataclass
 
 import numpy as np
+
+from .jit import jit
 
 F32 = np.float32
 
@@ -142,29 +145,101 @@ def compress_prior(p: np.ndarray) -> np.ndarray:
 # Scores
 
 
-def wdl_rescale_display(wl: float, d: float, max_s: float = WDL_MAX_S) -> tuple[np.float32, np.float32, float]:
-    """lc0's WDLRescale with invert=true and no contempt, as applied before printing.
+@jit
+def _fast_log_f32(a):
+    """lc0's FastLog in float32, written with frexp so that numba compiles it (same bits as
+    `fast_log` for positive normal numbers)."""
+    m, e = math.frexp(a)
+    out = np.float32(2.0 * m - 1.0)
+    log2 = out * (np.float32(1.3465552) - np.float32(0.34655523) * out) - np.float32(127.0) + np.float32(e + 126)
+    return np.float32(0.6931471805599453) * log2
 
-    Returns (wl', d', mu). With ratio 1 and diff 0 the model is the identity, but the round trip
-    through FastLog/FastLogistic shifts wl and d slightly; mu is 0 when W, D or L is within 1e-4
-    of 0 or 1 (then wl and d are returned unchanged).
-    """
-    v = F32(wl)
-    d = F32(d)
-    w = (F32(1) + v - d) / F32(2)
-    l = (F32(1) - v - d) / F32(2)
-    eps = F32(0.0001)
-    if not (w > eps and d > eps and l > eps and w < F32(1) - eps and d < F32(1) - eps and l < F32(1) - eps):
+
+@jit
+def _fast_logistic_f32(a):
+    if a > np.float32(20.0):
+        return np.float32(1.0)
+    if a < np.float32(-20.0):
+        return np.float32(0.0)
+    x = np.float32(1.442695040) * (-a)
+    if x < np.float32(0.0):
+        if x < np.float32(-126.0):
+            return np.float32(1.0)
+        e = int(x - np.float32(1.0))
+    else:
+        e = int(x)
+    f = x - np.float32(e)
+    out = np.float32(1.0) + f * (np.float32(0.6602339) + np.float32(0.33976606) * f)
+    return np.float32(1.0) / (np.float32(1.0) + out * np.float32(2.0 ** e))
+
+
+@jit
+def wdl_rescale(v, d, ratio, diff, sign, invert, max_s):
+    """lc0's WDLRescale (`src/search/classic/search.cc`), float32 as lc0 computes it: the WDL seen
+    as a logistic random walk with spread s and mean mu is sharpened by `ratio` and shifted by
+    sign * s^2 * `diff`. Returns (v', d', mu'); W, D or L within 1e-4 of 0 or 1 leave (v, d)
+    unchanged and mu' 0. `invert` undoes the rescaling (for display)."""
+    v = np.float32(v)
+    d = np.float32(d)
+    ratio = np.float32(ratio)
+    diff = np.float32(diff)
+    max_s = np.float32(max_s)
+    if invert:
+        diff = -diff
+        ratio = np.float32(1.0) / ratio
+    w = (np.float32(1.0) + v - d) / np.float32(2.0)
+    l = (np.float32(1.0) - v - d) / np.float32(2.0)
+    eps = np.float32(0.0001)
+    one = np.float32(1.0)
+    if not (w > eps and d > eps and l > eps and w < one - eps and d < one - eps and l < one - eps):
         return v, d, 0.0
-    a = fast_log(F32(1) / l - F32(1))
-    b = fast_log(F32(1) / w - F32(1))
-    s = F32(2) / (a + b)
+    a = _fast_log_f32(one / l - one)
+    b = _fast_log_f32(one / w - one)
+    s = np.float32(2.0) / (a + b)
+    if not invert:
+        s = min(max_s, s)
     mu = (a - b) / (a + b)
-    s_new = s  # ratio 1; the invert swap then leaves the unclipped s as the scale
-    w_new = fast_logistic((F32(-1) + mu) / s_new)
-    l_new = fast_logistic((F32(-1) - mu) / s_new)
-    v2 = w_new - l_new
-    d2 = max(F32(0), F32(1) - w_new - l_new)
+    s_new = s * ratio
+    if invert:
+        s, s_new = s_new, s
+        s = min(max_s, s)
+    mu_new = mu + np.float32(sign) * s * s * diff
+    w_new = _fast_logistic_f32((np.float32(-1.0) + mu_new) / s_new)
+    l_new = _fast_logistic_f32((np.float32(-1.0) - mu_new) / s_new)
+    return w_new - l_new, max(np.float32(0.0), one - w_new - l_new), float(mu_new)
+
+
+@dataclass(frozen=True)
+class Display:
+    """How values are turned into what `info` shows (lc0's `Search::SendUciInfo`): the inverse WDL
+    rescaling, applied for ScoreType WDL_mu or when contempt is `active` (a non-zero rescale diff
+    and a contempt side), with `ratio`, `diff` (x WDLEvalObjectivity, 0 without a contempt side)
+    and `sign` (+1 when the root's side to move is the favoured one); and the root side's
+    DrawScore for the Q-based score types."""
+
+    active: bool = False
+    ratio: float = 1.0
+    diff: float = 0.0
+    sign: float = 1.0
+    max_s: float = WDL_MAX_S
+    draw_score: float = 0.0
+
+    def rescale(self, wl: float, d: float, score_type: str) -> tuple[np.float32, np.float32, float]:
+        """(wl', d', mu) as lc0's SendUciInfo computes them for an edge seen from the root's side."""
+        if score_type == "WDL_mu" or self.active:
+            v2, d2, mu = wdl_rescale(F32(wl), F32(d), self.ratio, self.diff, self.sign, True, self.max_s)
+            return F32(v2), F32(d2), float(mu)
+        return F32(wl), F32(d), 0.0
+
+
+PLAIN = Display()
+
+
+def wdl_rescale_display(wl: float, d: float, max_s: float = WDL_MAX_S) -> tuple[np.float32, np.float32, float]:
+    """lc0's WDLRescale with invert=true and no contempt, as applied before printing: (wl', d', mu).
+    With ratio 1 and diff 0 the model is the identity, but the round trip through FastLog and
+    FastLogistic shifts wl and d slightly; mu is 0 when W, D or L is within 1e-4 of 0 or 1."""
+    v2, d2, mu = wdl_rescale(F32(wl), F32(d), 1.0, 0.0, 1.0, True, max_s)
     return F32(v2), F32(d2), float(mu)
 
 
@@ -175,14 +250,12 @@ def _trunc(x: float) -> int:
     return int(max(-2147483648.0, min(2147483647.0, x)))
 
 
-def uci_score(score_type: str, wl: float, d: float, has_wdl: bool = True, draw_score: float = 0.0) -> int:
-    """The `score cp` integer lc0 prints for an edge with (wl, d) from the mover's point of view."""
-    wl32, d32 = F32(wl), F32(d)
-    mu = 0.0
-    if score_type == "WDL_mu":
-        wl32, d32, mu = wdl_rescale_display(wl32, d32)
+def uci_score(score_type: str, wl: float, d: float, has_wdl: bool = True, display: Display = PLAIN) -> int:
+    """The `score cp` integer lc0 prints for an edge with (wl, d) from the mover's point of view.
+    Q-based types add the DrawScore (lc0: the edge's Q is taken before the display rescaling)."""
+    q = float(F32(wl) + F32(display.draw_score) * F32(d))
+    wl32, d32, mu = display.rescale(wl, d, score_type)
     wlf = float(wl32)
-    q = float(wl32 + F32(draw_score) * d32)
     if score_type == "centipawn_with_drawscore":
         return _trunc(90 * math.tan(1.5637541897 * q))
     if score_type == "centipawn":
@@ -210,17 +283,16 @@ def uci_score(score_type: str, wl: float, d: float, has_wdl: bool = True, draw_s
     raise ValueError(f"unknown ScoreType {score_type!r} (choose from {', '.join(SCORE_TYPES)})")
 
 
-def mate_score(m: float, wl: float) -> int:
-    """`score mate N` of a proven edge: moves to mate from plies-left m, signed by the winner."""
-    moves = _round_half_away(float(F32(m))) / 2 + 1
+def mate_score(m: float, wl: float, tablebase: bool = False) -> int:
+    """`score mate N` of a proven edge: moves to mate from plies-left m, signed by the winner; a
+    result proven by the tablebases shows 100 more (lc0's convention)."""
+    moves = _round_half_away(float(F32(m))) / 2 + (101 if tablebase else 1)
     return _trunc(math.copysign(moves, wl))
 
 
-def wdl_triplet(wl: float, d: float, score_type: str = DEFAULT_SCORE_TYPE) -> tuple[int, int, int]:
-    """The `wdl W D L` per mille triplet lc0 prints (after the WDL_mu display rescale if chosen)."""
-    wl32, d32 = F32(wl), F32(d)
-    if score_type == "WDL_mu":
-        wl32, d32, _ = wdl_rescale_display(wl32, d32)
+def wdl_triplet(wl: float, d: float, score_type: str = DEFAULT_SCORE_TYPE, display: Display = PLAIN) -> tuple[int, int, int]:
+    """The `wdl W D L` per mille triplet lc0 prints (after the display rescaling if chosen)."""
+    wl32, d32, _ = display.rescale(wl, d, score_type)
     wlf, df = float(wl32), float(d32)
     w = max(0, _round_half_away(500.0 * (1.0 + wlf - df)))
     l = max(0, _round_half_away(500.0 * (1.0 - wlf - df)))

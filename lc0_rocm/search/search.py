@@ -30,20 +30,22 @@ import chess
 import numpy as np
 
 from ..encoding.history import PositionState
+from ..backends.base import NetOutputs
 from ..encoding.packed import PackedPlanes
 from ..encoding.policy_map import board_move_to_index
 from . import rules
 from . import score as sc
 from . import worker as wk
 from .evaluator import NNEvaluator
-from .params import MAX_OUT_OF_ORDER_FACTOR, SearchParams, collision_budget, suggested_minibatch
+from .params import P_TB_PIECES, SearchParams, collision_budget, suggested_minibatch
 from .timemgr import IterationStats, SearchLimits, Stopper
-from .tree import DRAW, LOSS, WIN, NodeTree, NodeView
+from .tree import DRAW, LOSS, TABLEBASE, WIN, NodeTree, NodeView
 
-SOLID_TREE_THRESHOLD = 100  # lc0's SolidTreeThreshold (only visible in VerboseMoveStats)
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _INT_MAX = 2**31 - 1
 _NO_STOP = np.zeros(1, dtype=np.int32)
+_NO_OUTPUTS = NetOutputs(policy=np.zeros((0, 1858), np.float32), q=np.zeros(0, np.float32),
+                         d=np.zeros(0, np.float32), wdl=None, mlh=None)
 _fast_log = sc.fast_log_f64
 
 
@@ -56,7 +58,7 @@ class EdgeInfo:
     wl: float
     d: float
     m: float
-    terminal: bool
+    terminal: int  # the tree's terminal kind (0: not proven)
     p: float
 
 
@@ -74,6 +76,8 @@ class InfoLine:
     multipv: Optional[int]
     pv: list
     moves_left: Optional[int] = None  # expected moves to the end of the game (nets with MLH)
+    tbhits: int = 0
+    comment: str = ""  # an `info string` instead of a line of numbers (e.g. a warning)
 
 
 class _Slot:
@@ -101,17 +105,27 @@ class Search:
                  on_info: Optional[Callable[[list[InfoLine]], None]] = None,
                  on_bestmove: Optional[Callable[[Optional[chess.Move], Optional[chess.Move]], None]] = None,
                  on_stats: Optional[Callable[[list[str]], None]] = None,
-                 verbose_stats: bool = False, score_type: str = sc.DEFAULT_SCORE_TYPE):
+                 verbose_stats: bool = False, score_type: str = sc.DEFAULT_SCORE_TYPE, tablebases=None,
+                 game_board: Optional[chess.Board] = None):
         self.tree = tree
         self.board = root_board.copy(stack=False)
         self.first_state = first_state
         self.ev = evaluator
         self.params = params
         self.limits = limits
-        self.stopper = Stopper(limits, params.smart_pruning_factor)
+        self.stopper = Stopper(limits, params.smart_pruning_factor, params.smart_pruning_minimum_batches)
         self.has_wdl = has_wdl
         self.mlh_enabled = has_mlh
         self.root_filter = set(searchmoves or ())
+        # lc0's MakeRootMoveFilter: without searchmoves, the tablebases may restrict the root (the
+        # game's move stack, `game_board`, tells whether a position repeated since the last zeroing)
+        self.tablebases = tablebases
+        self._tb_hits_start = tablebases.hits if tablebases is not None else 0
+        self.root_in_dtz = False
+        if tablebases is not None and not self.root_filter:
+            moves, self.root_in_dtz = tablebases.root_moves(game_board if game_board is not None else root_board,
+                                                            params.syzygy_fast_play)
+            self.root_filter = set(moves or ())
         self.on_info = on_info
         self.on_bestmove = on_bestmove
         self.on_stats = on_stats
@@ -138,6 +152,9 @@ class Search:
         self._last_info_time = 0.0
         self._last_info_key = None
         self._packed = params.packed(has_mlh, evaluator.input_format, evaluator.fill, evaluator.cache_history_length)
+        self.display = _display(params, self.board.turn == chess.BLACK)
+        if tablebases is not None and not self.root_in_dtz:
+            self._packed[P_TB_PIECES] = tablebases.max_pieces
         self._puct = _puct_table(params.cpuct, params.cpuct_base, params.cpuct_factor)
         legal = [m for m in self.root_filter if self.board.is_legal(m)]
         self._allowed = np.array([rules.move_to_code(self.board, m) for m in legal] or [-1], dtype=np.int16)
@@ -160,6 +177,12 @@ class Search:
         return self._initial_visits - int(self.stats[wk.S_REVERTED])
 
     @property
+    def tb_hits(self) -> int:
+        """Tablebase probes that gave a result in this search (lc0's tbhits)."""
+        tb = self.tablebases
+        return 0 if tb is None else int(tb.hits - self._tb_hits_start)
+
+    @property
     def root(self) -> NodeView:
         return self.tree.root
 
@@ -177,7 +200,7 @@ class Search:
         """The pondered move was played: continue with normal limits counted from now."""
         self.limits = limits
         self.limits_origin = time.monotonic()
-        self.stopper = Stopper(limits, self.params.smart_pruning_factor)
+        self.stopper = Stopper(limits, self.params.smart_pruning_factor, self.params.smart_pruning_minimum_batches)
         self._ponderhit.set()
 
     def wait(self, timeout: Optional[float] = None) -> bool:
@@ -215,7 +238,7 @@ class Search:
         cap = self.minibatch
         self._slots = [_Slot(cap) for _ in range(self._max_in_flight + 1)]
         self._in_flight: deque = deque()
-        self._max_ooo = max(1, int(MAX_OUT_OF_ORDER_FACTOR * self.minibatch))
+        self._max_ooo = max(1, int(self.params.max_out_of_order_factor * self.minibatch))
         self._work = wk.new_work(max(cap, self._max_ooo), 64)
         self._apply_work = wk.new_apply_work()
         try:
@@ -252,6 +275,8 @@ class Search:
                     return
                 self._in_flight.popleft()
                 self._apply(slot, out)
+                if self.params.nps_limit > 0:
+                    self._throttle()
             elif not self._in_flight and gathered == 0 and self.in_flight == 0 and self.root.n == 0:
                 time.sleep(0.001)  # nothing to do yet (cannot normally happen)
             root_n = int(self.tree.arrays.n[self._root_row()])
@@ -315,7 +340,7 @@ class Search:
             return 0
         self.remaining_playouts = self.stopper.remaining_playouts
         allowed, use_allowed = self._root_allowed()
-        best_i = int(wk.best_edge(t, root, allowed, use_allowed)) if t.first_edge[root] >= 0 else -1
+        best_i = int(wk.best_edge(t, self._packed, root, allowed, use_allowed)) if t.first_edge[root] >= 0 else -1
         collisions_left = collision_budget(min(int(t.n[root]), self.remaining_playouts), self.params)
         work = self._work
         if len(work.kept_node) < collisions_left + 2:
@@ -330,13 +355,30 @@ class Search:
                           allowed, use_allowed, float(remaining), best_i, cap, self._max_ooo, collisions_left,
                           int(min(self.limits.nodes, 2**62)), stop_flag, work)
         slot.count = int(count)
+        if self._packed[P_TB_PIECES] > 0:
+            self._probe_tablebases(slot)
+        if slot.count == 0 and slot.arrays.dcount[0] > 0:
+            self._apply(slot, None)  # only terminals and cache hits kept in order (OutOfOrderEval off)
         return slot.count
+
+    def _probe_tablebases(self, slot: _Slot) -> None:
+        """Probe the batch's tablebase candidates (lc0 does it in ExtendNode): a result makes the
+        leaf a terminal when the batch is applied; a failed probe leaves it to the network."""
+        b = slot.arrays
+        t = self.tree.arrays
+        for j in np.flatnonzero(b.tb[:slot.count] == wk.TB_PENDING).tolist():
+            node = int(b.node[j])
+            board = rules.board_from_arrays(t.bbs[node], bool(t.black[node]), int(t.ep[node]), int(t.rule50[node]))
+            r = self.tablebases.probe_leaf(board, self.root_in_dtz)
+            b.tb[j] = 0 if r is None else wk.TB_RESULT + r
 
     def _apply(self, slot: _Slot, out) -> None:
         if self.first_batch_time is None:
             self.first_batch_time = time.monotonic()
         tree = self.tree
         tree.reserve(0, slot.count * 220)
+        if out is None:
+            out = _NO_OUTPUTS
         mlh = out.mlh if out.mlh is not None else out.q
         wk.apply(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
                  np.ascontiguousarray(out.policy, dtype=np.float32), np.ascontiguousarray(out.q, dtype=np.float32),
@@ -396,11 +438,28 @@ class Search:
                     s.may_resign = False
         return s
 
+    def _throttle(self) -> None:
+        """NodesPerSecondLimit: sleep until the playouts so far fit the limit (counted from the
+        first batch, as lc0 counts nps)."""
+        if self.first_batch_time is None:
+            return
+        ahead = self.playouts / self.params.nps_limit - (time.monotonic() - self.first_batch_time)
+        if ahead > 0:
+            self._stop.wait(min(ahead, 1.0))
+
+    def memory_in_use(self) -> int:
+        """Bytes of the tree in use plus the NN cache's arrays (what RamLimitMb limits)."""
+        c = self.ev.cache.arrays
+        return self.tree.bytes_in_use() + sum(a.nbytes for a in c)
+
     def _check_stop(self) -> str:
         t = self.tree.arrays
         row = self._root_row()
         if t.n[row] > 0 and t.first_edge[row] < 0 and t.term[row]:
             return "terminal"
+        if self.params.ram_limit_mb > 0 and self.memory_in_use() >= self.params.ram_limit_mb * 1_000_000:
+            self.stop_reason = "ram limit"
+            return "ram limit"
         if self.stopper.check(self._stats()):
             self.stop_reason = self.stopper.reason
             return self.stopper.reason or "limit"
@@ -415,13 +474,15 @@ class Search:
             return []
         allowed, use_allowed = self._root_allowed() if root_level else (self._allowed, False)
         if count == 1:
-            b = int(wk.best_edge(t, row, allowed, use_allowed))
+            b = int(wk.best_edge(t, self._packed, row, allowed, use_allowed))
             return [] if b < 0 else [b]
         fe, ne = int(t.first_edge[row]), int(t.num_edges[row])
         idxs = [i for i in range(ne) if not use_allowed or wk.is_allowed(t, fe + i, allowed)]
+        ds = float(wk.draw_score_at(t, self._packed, row))
+
         def cmp(a, b):
             return int(wk.prefer(t, int(t.e_child[fe + a]), float(t.e_p[fe + a]), int(t.e_child[fe + b]),
-                                 float(t.e_p[fe + b])))
+                                 float(t.e_p[fe + b]), ds))
         return sorted(idxs, key=functools.cmp_to_key(cmp))[:count]
 
     def _edge_info(self, i: int) -> EdgeInfo:
@@ -432,8 +493,8 @@ class Search:
         move = rules.code_to_move(int(t.e_code[fe + i]), self.tree.chess960)
         p = float(t.e_p[fe + i])
         if c >= 0 and t.n[c] > 0:
-            return EdgeInfo(move, int(t.n[c]), float(t.wl[c]), float(t.d[c]), float(t.m[c]), bool(t.term[c]), p)
-        return EdgeInfo(move, 0, -float(t.wl[row]), float(t.d[row]), 0.0, False, p)
+            return EdgeInfo(move, int(t.n[c]), float(t.wl[c]), float(t.d[c]), float(t.m[c]), int(t.term[c]), p)
+        return EdgeInfo(move, 0, -float(t.wl[row]), float(t.d[row]), 0.0, 0, p)
 
     def _pv(self, i: int) -> list[chess.Move]:
         t = self.tree.arrays
@@ -443,7 +504,7 @@ class Search:
         pv = [rules.code_to_move(int(t.e_code[fe + i]), c960)]
         node = int(t.e_child[fe + i])
         while node >= 0 and t.n[node] > 0 and t.first_edge[node] >= 0:
-            b = int(wk.best_edge(t, node, self._allowed, False))
+            b = int(wk.best_edge(t, self._packed, node, self._allowed, False))
             if b < 0:
                 break
             fe = int(t.first_edge[node])
@@ -463,19 +524,21 @@ class Search:
                 nps = playouts * 1000 // ms
         depth = self.cum_depth // playouts if playouts else 0
         lines = []
+        tbhits = self.tb_hits
         for k, i in enumerate(self._best_edges(root, max(1, self.params.multipv), root_level=True)):
             e = self._edge_info(i)
             if e.terminal and e.wl != 0:
-                score = ("mate", sc.mate_score(e.m, e.wl))
+                score = ("mate", sc.mate_score(e.m, e.wl, tablebase=e.terminal == TABLEBASE))
             else:
-                score = ("cp", sc.uci_score(self.score_type, e.wl, e.d, self.has_wdl))
+                score = ("cp", sc.uci_score(self.score_type, e.wl, e.d, self.has_wdl, self.display))
             m = e.m if e.n > 0 else 1.0 + root.m  # lc0's default for an unvisited edge
+            nodes = e.n if self.params.per_pv_counters else playouts + self.initial_visits
             lines.append(InfoLine(
                 depth=max(depth, 1), seldepth=self.max_depth, time_ms=elapsed_ms,
-                nodes=playouts + self.initial_visits, score=score,
-                wdl=sc.wdl_triplet(e.wl, e.d, self.score_type), nps=nps,
+                nodes=nodes, score=score,
+                wdl=sc.wdl_triplet(e.wl, e.d, self.score_type, self.display), nps=nps,
                 multipv=k + 1 if self.params.multipv > 1 else None, pv=self._pv(i),
-                moves_left=int((1.0 + m) / 2.0) if self.mlh_enabled else None))
+                moves_left=int((1.0 + m) / 2.0) if self.mlh_enabled else None, tbhits=tbhits))
         return lines
 
     def _send_info(self) -> None:
@@ -510,7 +573,8 @@ class Search:
         vp = float(wk.visited_policy(t, root.row))
         fpu_value = params.fpu_value if params.fpu_value_at_root is None else params.fpu_value_at_root
         fpu_abs = params.fpu_absolute if params.fpu_absolute_at_root is None else params.fpu_absolute_at_root
-        fpu = fpu_value if fpu_abs else -root.wl - fpu_value * math.sqrt(vp)
+        ds = self.display.draw_score
+        fpu = fpu_value if fpu_abs else -root.wl + ds * root.d - fpu_value * math.sqrt(vp)
         cpuct = params.cpuct
         if params.cpuct_factor:
             cpuct += params.cpuct_factor * _fast_log((root.n + params.cpuct_base) / params.cpuct_base)
@@ -522,7 +586,7 @@ class Search:
             c = children[i]
             n = c.n if c is not None else 0
             nif = c.n_in_flight if c is not None else 0
-            q = c.wl if (c is not None and n > 0) else fpu
+            q = c.wl + ds * c.d if (c is not None and n > 0) else fpu
             u = u_coeff * priors[i] / (1 + n + nif)
             m = float(wk.m_utility(t, self._packed, root.row, c.row, q)) if (m_on and n > 0) else 0.0
             rows.append((n, q + u, i, q, u, m, nif))
@@ -536,12 +600,12 @@ class Search:
             except ValueError:
                 nn_index = -1
             line = f"{_king_takes_rook(self.board, mv):<5} ({nn_index:<4}) N: {n:>7} (+{nif:>2}) (P: {_pct(priors[i])}%) "
-            line += _verbose_stats(c, q, solid=root.n >= SOLID_TREE_THRESHOLD)
+            line += _verbose_stats(c, q, self.display, solid=root.n >= params.solid_tree_threshold)
             line += f"(U: {u:6.5f}) (S: {q + u + m:8.5f}) "
-            line += _verbose_tail(c, 1)
+            line += _verbose_tail(c, 1, ds)
             out.append(line)
         line = f"node  ({root.num_edges:>4}) N: {root.n:>7} (+{root.n_in_flight:>2}) (P: {_pct(vp)}%) "
-        line += _verbose_stats(root, fpu, sign=-1) + _verbose_tail(root, -1)
+        line += _verbose_stats(root, fpu, self.display, sign=-1) + _verbose_tail(root, -1, ds)
         out.append(line)
         return out
 
@@ -575,6 +639,16 @@ class Search:
             self.on_bestmove(self.bestmove, self.pondermove)
 
 
+def _display(params: SearchParams, root_black: bool) -> sc.Display:
+    """What `info` shows for these settings, seen from the root's side (lc0's SendUciInfo)."""
+    mode = params.contempt_mode
+    sign = 1.0 if (mode == "black") == root_black else -1.0
+    diff = 0.0 if mode == "none" else params.wdl_rescale_diff * params.wdl_eval_objectivity
+    active = params.wdl_rescale_diff != 0.0 and mode != "none"
+    return sc.Display(active=active, ratio=params.wdl_rescale_ratio, diff=diff, sign=sign, max_s=params.wdl_max_s,
+                      draw_score=-params.draw_score if root_black else params.draw_score)
+
+
 @functools.lru_cache(maxsize=4)
 def _puct_table(cpuct: float, base: float, factor: float) -> np.ndarray:
     """cpuct(N) * sqrt(N - 1) for N < 65536 (shared by the searches of the same settings)."""
@@ -595,19 +669,21 @@ def _pct(p: float) -> str:
     return f"{p * 100:5.{1 if p >= 0.99995 else 2}f}"
 
 
-def _verbose_stats(n: Optional[NodeView], fpu: float, sign: int = 1, solid: bool = False) -> str:
+def _verbose_stats(n: Optional[NodeView], fpu: float, display: sc.Display, sign: int = 1, solid: bool = False) -> str:
     if n is None:
-        if solid:  # lc0 allocates all children of a node with >= 100 visits: blank stats, not dashes
+        if solid:  # lc0 allocates all children of a node with >= SolidTreeThreshold visits: blanks, not dashes
             return "(WL:  0.00000) (D: 0.000) (M:  0.0) (Q:  0.00000) "
         return f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
-    wl, d, _ = sc.wdl_rescale_display(sign * n.wl, n.d)
-    return f"(WL: {float(wl):8.5f}) (D: {float(d):5.3f}) (M: {n.m:4.1f}) (Q: {float(wl):8.5f}) "
+    wl, d, _ = sc.wdl_rescale(np.float32(sign * n.wl), np.float32(n.d), display.ratio, display.diff, display.sign,
+                              True, display.max_s)
+    q = np.float32(wl) + np.float32(display.draw_score) * np.float32(d)
+    return f"(WL: {float(wl):8.5f}) (D: {float(d):5.3f}) (M: {n.m:4.1f}) (Q: {float(q):8.5f}) "
 
 
-def _verbose_tail(n: Optional[NodeView], sign: int) -> str:
+def _verbose_tail(n: Optional[NodeView], sign: int, ds: float = 0.0) -> str:
     v = None
     if n is not None:
-        v = n.wl if n.terminal else n.v
+        v = n.wl + sign * ds * n.d if n.terminal else n.v
     text = f"(V: {sign * v:7.4f}) " if v is not None else "(V:  -.----) "
     if n is not None:
         lo, up = (n.lower, n.upper) if sign > 0 else (-n.upper, -n.lower)

@@ -33,7 +33,7 @@ import numpy as np
 from . import rules
 from .jit import jit
 
-NON_TERMINAL, END_OF_GAME, TWO_FOLD = 0, 1, 2
+NON_TERMINAL, END_OF_GAME, TWO_FOLD, TABLEBASE = 0, 1, 2, 3
 LOSS, DRAW, WIN = -1, 0, 1
 NO_EDGES = -1
 
@@ -233,6 +233,13 @@ class NodeTree:
     @property
     def root(self) -> "NodeView":
         return NodeView(self, self.root_row)
+
+    def bytes_in_use(self) -> int:
+        """Memory the rows and edges in use take (what RamLimitMb counts for the tree)."""
+        t = self.arrays
+        per_row = sum(np.dtype(d).itemsize for d in _NODE_FIELDS.values()) + 12 * 8
+        per_edge = sum(np.dtype(d).itemsize for d in _EDGE_FIELDS.values())
+        return int(t.meta[M_TOP]) * per_row + int(t.meta[M_ETOP]) * per_edge
 
     def reserve(self, nodes: int, edges: int) -> None:
         """Room for `nodes` more rows and `edges` more edges."""

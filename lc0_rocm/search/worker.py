@@ -40,8 +40,8 @@ from .jit import jit, jit_alloc
 from .params import (P_CACHE_HISTORY, P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FILL, P_FPU, P_FPU_ABSOLUTE,
                      P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT, P_INPUT_FORMAT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC,
                      P_ML_SCALED, P_ML_SLOPE, P_ML_THRESHOLD, P_MLH, P_STICKY, P_TEMPERATURE, P_TWO_FOLD,
-                     P_EXACT_LIMIT)
-from .tree import END_OF_GAME, M_960, M_ETOP, M_ROOT, M_STARTPOS, M_TOP, NON_TERMINAL, TWO_FOLD, init_node, \
+                     P_EXACT_LIMIT, P_DRAW_SCORE, P_WDL_RATIO, P_WDL_DIFF, P_WDL_MAX_S, P_CONTEMPT_BLACK, P_TB_PIECES, P_OUT_OF_ORDER)
+from .tree import END_OF_GAME, M_960, M_ETOP, M_ROOT, M_STARTPOS, M_TOP, NON_TERMINAL, TABLEBASE, TWO_FOLD, init_node, \
     make_not_terminal
 
 LOSS, DRAW, WIN = -1, 0, 1
@@ -58,7 +58,14 @@ RULE50_PLANE = 109
 STATS_SIZE = 16
 
 BatchArrays = namedtuple("BatchArrays", ["node", "depth", "key", "ncodes", "codes", "masks", "values",
-                                         "transform", "black"])
+                                         "transform", "black", "tb",
+                                         "dnode", "ddepth", "dkind", "dval", "dpos", "dcount"])
+# BatchArrays.d*: with OutOfOrderEval off, the batch's terminals and cache hits (lc0 keeps them in the
+# minibatch and backs them up with it, in pick order): node, depth, kind (0 terminal, 1 cache hit),
+# (q, d, m) of a cache hit, and `dpos`, the number of network rows picked before it; dcount[0] of them
+# BatchArrays.tb: 0 a plain leaf; TB_PENDING a tablebase candidate (the search probes it between
+# gathering and applying); TB_RESULT + r a proven one, r = -1/0/+1 for the side to move
+TB_PENDING, TB_RESULT = 1, 3
 
 
 def new_batch(capacity: int, masks: np.ndarray | None = None, values: np.ndarray | None = None) -> BatchArrays:
@@ -71,7 +78,10 @@ def new_batch(capacity: int, masks: np.ndarray | None = None, values: np.ndarray
         values = np.ones((cap, NUM_PLANES), dtype=np.float32)
     return BatchArrays(node=np.zeros(cap, np.int32), depth=np.zeros(cap, np.int32), key=np.zeros(cap, np.uint64),
                        ncodes=np.zeros(cap, np.int32), codes=np.zeros((cap, MAX_MOVES), np.int16),
-                       masks=masks, values=values, transform=np.zeros(cap, np.int32), black=np.zeros(cap, np.int32))
+                       masks=masks, values=values, transform=np.zeros(cap, np.int32), black=np.zeros(cap, np.int32),
+                       tb=np.zeros(cap, np.int8), dnode=np.zeros(cap, np.int64), ddepth=np.zeros(cap, np.int64),
+                       dkind=np.zeros(cap, np.int64), dval=np.zeros((cap, 3), np.float64),
+                       dpos=np.zeros(cap, np.int64), dcount=np.zeros(1, np.int64))
 
 
 # --------------------------------------------------------------------------------------------
@@ -439,13 +449,46 @@ def expand_from_cache(t, c, node, slot, codes):
 
 
 @jit
-def cache_hit(t, s, c, node, slot, codes, dq):
+def popcount(x):
+    n = 0
+    while x:
+        x &= x - np.uint64(1)
+        n += 1
+    return n
+
+
+@jit
+def draw_score_at(t, p, node):
+    """DrawScore for the side to move at `node` (lc0's GetDrawScore: White gets it, Black its negation)."""
+    return -p[P_DRAW_SCORE] if t.black[node] else p[P_DRAW_SCORE]
+
+
+@jit
+def rescale_value(t, p, node, q, d):
+    """A network's (q, d) for `node` (side to move's view) through lc0's WDL rescaling when
+    contempt or a draw-rate target asks for it (`SearchWorker::FetchSingleNodeResult`): the value
+    is rescaled from the view of the player who moved into `node`, favoured when that player is
+    the contempt side."""
+    ratio = p[P_WDL_RATIO]
+    diff = p[P_WDL_DIFF]
+    if ratio == 1.0 and diff == 0.0:
+        return q, d
+    mover_black = t.black[node] == 0
+    sign = 1.0 if mover_black == (p[P_CONTEMPT_BLACK] != 0.0) else -1.0
+    v2, d2, _ = sc.wdl_rescale(np.float32(-q), np.float32(d), ratio, diff, sign, False, p[P_WDL_MAX_S])
+    return -np.float64(v2), np.float64(d2)
+
+
+@jit
+def cache_hit(t, s, p, c, node, slot, codes, dq):
     """Expand `node` from cache entry `slot`; dq = (1, q, d, m) for its out-of-order backup. Returns 0."""
     expand_from_cache(t, c, node, slot, codes)
     s[S_CACHE_HITS] += 1
     dq[0] = 1.0
-    dq[1] = c.qdm[slot, 0]
-    dq[2] = c.qdm[slot, 1]
+    t.v[node] = -np.float64(c.qdm[slot, 0])  # the network's own value (VerboseMoveStats' V), before rescaling
+    q, d = rescale_value(t, p, node, np.float64(c.qdm[slot, 0]), np.float64(c.qdm[slot, 1]))
+    dq[1] = q
+    dq[2] = d
     dq[3] = c.qdm[slot, 2]
     return 0
 
@@ -471,24 +514,34 @@ def extend(t, s, p, c, b, node, depth, j, root, codes, dq):
             return 0
     hist = int(p[P_CACHE_HISTORY])
     key = np.uint64(0)
+    tb = 0
+    if node != root and p[P_TB_PIECES] > 0 and t.rule50[node] == 0 and t.castling[node] == 0:
+        occ = np.uint64(0)
+        for k in range(12):
+            occ |= t.bbs[node, k]
+        if popcount(occ) <= p[P_TB_PIECES]:
+            tb = TB_PENDING  # lc0 probes such a position before its cache: no cache lookup
     if hist < 7:
         key = history_key(t, node, hist)
-        slot = nncache.lookup(c, key)
-        if slot >= 0:
-            return cache_hit(t, s, c, node, slot, codes, dq)
+        if tb == 0:
+            slot = nncache.lookup(c, key)
+            if slot >= 0:
+                return cache_hit(t, s, p, c, node, slot, codes, dq)
     tr = enc.encode(node, t.parent, t.bbs, t.castling, t.black, t.ep, t.rule50, t.reps, t.meta[M_STARTPOS] != 0,
                     int(p[P_INPUT_FORMAT]), int(p[P_FILL]), b.masks[j], b.values[j])
     if hist >= 7:
         # the transform is part of the key: a position and its mirror image encode alike
         key = enc.input_hash(b.masks[j], b.values[j], t.black[node], t.ep[node]) ^ mix64(np.uint64(tr + 1))
-        slot = nncache.lookup(c, key)
-        if slot >= 0:
-            return cache_hit(t, s, c, node, slot, codes, dq)
+        if tb == 0:
+            slot = nncache.lookup(c, key)
+            if slot >= 0:
+                return cache_hit(t, s, p, c, node, slot, codes, dq)
     b.node[j] = node
     b.depth[j] = depth
     b.key[j] = key
     b.transform[j] = tr
     b.black[j] = t.black[node]
+    b.tb[j] = tb
     b.ncodes[j] = ncodes
     for k in range(ncodes):
         b.codes[j, k] = codes[k]
@@ -536,7 +589,7 @@ def heap_sift_down(hs, hi, size, k):
 
 
 @jit
-def take_candidates(t, p, node, fe, ne, puct, fpu, m_on, skip, use_skip, max_needed, started, util, score,
+def take_candidates(t, p, node, fe, ne, puct, fpu, ds, m_on, skip, use_skip, max_needed, started, util, score,
                     hs, hi, nc, last, first_unstarted):
     """Score children last+1, ... into the candidate heap, up to the first one without visits
     started and one more (priors are sorted, so lc0's scan looks no further). Returns
@@ -557,7 +610,7 @@ def take_candidates(t, p, node, fe, ne, puct, fpu, m_on, skip, use_skip, max_nee
             ns = nv + t.nif[c]
             started[i] = ns
             if nv > 0:
-                q = t.wl[c]
+                q = t.wl[c] + ds * t.d[c]
                 u = q + m_utility(t, p, node, c, q) if m_on else q
                 util[i] = u
                 sc = pi * puct / (1 + ns) + u
@@ -643,7 +696,8 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, out_node, 
             ne = t.num_edges[node]
             vp = visited_policy(t, node)
             wl = t.wl[node]
-            fpu = fpu_value if fpu_absolute else -wl - fpu_value * math.sqrt(vp)
+            ds = draw_score_at(t, p, node)
+            fpu = fpu_value if fpu_absolute else -wl + ds * t.d[node] - fpu_value * math.sqrt(vp)
             n = t.n[node]
             puct = puct_tab[n] if n < PUCT_TABLE_SIZE else puct_of(p, n)
             m_on = mlh and (wl > m_threshold or -wl > m_threshold)
@@ -670,7 +724,7 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, out_node, 
                     nv = t.n[c]
                     ns = nv + t.nif[c]
                     if nv > 0:
-                        u = t.wl[c]
+                        u = t.wl[c] + ds * t.d[c]
                         if m_on:
                             u += m_utility(t, p, node, c, u)
                     else:
@@ -737,7 +791,8 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, out_node, 
         fe = t.first_edge[node]
         ne = t.num_edges[node]
         vp = visited_policy(t, node)
-        fpu = fpu_value if fpu_absolute else -t.wl[node] - fpu_value * math.sqrt(vp)
+        ds = draw_score_at(t, p, node)
+        fpu = fpu_value if fpu_absolute else -t.wl[node] + ds * t.d[node] - fpu_value * math.sqrt(vp)
         n = t.n[node]
         puct = puct_tab[n] if n < PUCT_TABLE_SIZE else puct_of(p, n)
         m_on = mlh and abs(t.wl[node]) > m_threshold
@@ -754,7 +809,7 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, out_node, 
         nc = 0
         last = -1
         first_unstarted = -1
-        nc, last, first_unstarted = take_candidates(t, p, node, fe, ne, puct, fpu, m_on, skip, use_skip_here,
+        nc, last, first_unstarted = take_candidates(t, p, node, fe, ne, puct, fpu, ds, m_on, skip, use_skip_here,
                                                     max_needed, started, util, score, hs, hi, nc, last,
                                                     first_unstarted)
         while cur_limit > 0 and nc > 0:
@@ -817,7 +872,7 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, out_node, 
                         first_unstarted = j
                         break
                     j += 1
-                nc, last, first_unstarted = take_candidates(t, p, node, fe, ne, puct, fpu, m_on, skip,
+                nc, last, first_unstarted = take_candidates(t, p, node, fe, ne, puct, fpu, ds, m_on, skip,
                                                             use_skip_here, max_needed, started, util, score,
                                                             hs, hi, nc, last, first_unstarted)
         if cur_limit > 0:  # every edge excluded (cannot happen, see above): take the visits back
@@ -849,10 +904,12 @@ def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, best_i, cap
     ooo = 0
     nkept = 0
     exact = p[P_EXACT_LIMIT] != 0.0
+    in_order = p[P_OUT_OF_ORDER] == 0.0
     codes = w.codes
     dq = w.dq
-    while count < cap and ooo < max_ooo and stop[0] == 0:
-        limit = min(collisions_left, cap - count, max_ooo - ooo)
+    b.dcount[0] = 0
+    while count + b.dcount[0] < cap and ooo < max_ooo and stop[0] == 0:
+        limit = min(collisions_left, cap - count - b.dcount[0], max_ooo - ooo)
         if exact:  # visits completed out of order count too: never past `go nodes`
             room = node_limit - t.n[root] - s[S_IN_FLIGHT]
             if room <= 0:
@@ -875,12 +932,18 @@ def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, best_i, cap
                     if extend(t, s, p, c, b, node, depth, count, root, codes, dq) == 1:
                         count += 1
                         continue
+                    if in_order:
+                        defer(b, s, node, depth, int(dq[0]), dq[1], dq[2], dq[3], count)
+                        continue
                     w.def_node[ndef] = node
                     w.def_depth[ndef] = depth
                     w.def_kind[ndef] = int(dq[0])
                     w.def_q[ndef] = dq[1]
                     w.def_d[ndef] = dq[2]
                     w.def_m[ndef] = dq[3]
+                elif in_order:
+                    defer(b, s, node, depth, 0, 0.0, 0.0, 0.0, count)
+                    continue
                 else:  # a terminal node visited again
                     w.def_node[ndef] = node
                     w.def_depth[ndef] = depth
@@ -931,6 +994,31 @@ def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, best_i, cap
     return count
 
 
+@jit
+def defer(b, s, node, depth, kind, q, d, m, pos):
+    """Keep a terminal or cache-hit visit in the batch, to be backed up with it (OutOfOrderEval off)."""
+    k = b.dcount[0]
+    b.dnode[k] = node
+    b.ddepth[k] = depth
+    b.dkind[k] = kind
+    b.dval[k, 0] = q
+    b.dval[k, 1] = d
+    b.dval[k, 2] = m
+    b.dpos[k] = pos
+    b.dcount[0] = k + 1
+    s[S_IN_FLIGHT] += 1
+
+
+@jit
+def back_up_deferred(t, s, p, b, k, root):
+    node = b.dnode[k]
+    if b.dkind[k] == 0:
+        backup(t, s, p, node, t.wl[node], t.d[node], t.m[node], b.ddepth[k], root)
+    else:
+        backup(t, s, p, node, -b.dval[k, 0], b.dval[k, 1], b.dval[k, 2], b.ddepth[k], root)
+    s[S_IN_FLIGHT] -= 1
+
+
 WorkArrays = namedtuple("WorkArrays", ["codes", "dq", "skip", "out_node", "out_depth", "out_k", "out_mx", "stack_node",
                                        "stack_k", "stack_depth", "started", "util", "score", "vtp", "hs", "hi",
                                        "def_node", "def_depth", "def_kind", "def_q", "def_d", "def_m",
@@ -967,8 +1055,17 @@ def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2):
     packed = w2.packed
     pbits = pri.view(np.uint32)
     exbits = ex.view(np.int32)
+    nd = b.dcount[0]
+    kd = 0
     for j in range(count):
+        while kd < nd and b.dpos[kd] <= j:
+            back_up_deferred(t, s, p, b, kd, root)
+            kd += 1
         node = b.node[j]
+        if b.tb[j] >= TB_RESULT - 1:  # a tablebase result: a terminal, the network's output unused
+            make_terminal(t, node, -(b.tb[j] - TB_RESULT), max(0.0, t.m[t.parent[node]] - 1.0), TABLEBASE, root)
+            backup(t, s, p, node, t.wl[node], t.d[node], t.m[node], b.depth[j], root)
+            continue
         n = b.ncodes[j]
         row = b.black[j] * 8 + b.transform[j]
         mx = np.float32(-np.inf)
@@ -1017,11 +1114,15 @@ def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2):
         t.first_edge[node] = fe
         t.num_edges[node] = n
         t.vp[node] = np.nan
-        qj = np.float64(q[j])
-        dj = np.float64(d[j])
+        t.v[node] = -np.float64(q[j])
+        qj, dj = rescale_value(t, p, node, np.float64(q[j]), np.float64(d[j]))
         mj = np.float64(mlh[j]) if has_mlh else 0.0
         nncache.store(c, b.key[j], q[j], d[j], np.float32(mj), n, w2.sorted_order, w2.sorted_packed)
         backup(t, s, p, node, -qj, dj, mj, b.depth[j], root)
+    while kd < nd:
+        back_up_deferred(t, s, p, b, kd, root)
+        kd += 1
+    b.dcount[0] = 0
     s[S_NN_EVALS] += count
     s[S_IN_FLIGHT] -= count
     s[S_BATCHES] += 1
@@ -1058,6 +1159,10 @@ def revert_batch(t, s, b, count):
     for j in range(count):
         cancel_path(t, b.node[j], 1, root)
     s[S_IN_FLIGHT] -= count
+    for k in range(b.dcount[0]):
+        cancel_path(t, b.dnode[k], 1, root)
+    s[S_IN_FLIGHT] -= b.dcount[0]
+    b.dcount[0] = 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -1081,8 +1186,9 @@ def _rank(t, c):
 
 
 @jit
-def prefer(t, a, pa, b, pb):
-    """-1 if child a is a better move than child b, 1 if worse, 0 if equal (lc0's criteria)."""
+def prefer(t, a, pa, b, pb, ds):
+    """-1 if child a is a better move than child b, 1 if worse, 0 if equal (lc0's criteria; `ds`
+    is the DrawScore of the side choosing)."""
     ra = _rank(t, a)
     rb = _rank(t, b)
     if ra != rb:
@@ -1094,8 +1200,8 @@ def prefer(t, a, pa, b, pb):
             return cmp3(t.m[a], t.m[b])
         if na != nb:
             return -1 if na > nb else 1
-        qa = t.wl[a] if na > 0 else 0.0
-        qb = t.wl[b] if nb > 0 else 0.0
+        qa = t.wl[a] + ds * t.d[a] if na > 0 else 0.0
+        qb = t.wl[b] + ds * t.d[b] if nb > 0 else 0.0
         if qa != qb:
             return -1 if qa > qb else 1
         return cmp3(pb, pa)
@@ -1115,17 +1221,18 @@ def is_allowed(t, e, allowed):
 
 
 @jit
-def best_edge(t, node, allowed, use_allowed):
+def best_edge(t, p, node, allowed, use_allowed):
     """Index of the best child edge of an expanded, visited node (-1 if none); with `use_allowed`
     only moves whose codes are in `allowed`."""
     if t.n[node] == 0 or t.first_edge[node] < 0:
         return -1
     fe = t.first_edge[node]
+    ds = draw_score_at(t, p, node)
     best = -1
     for i in range(t.num_edges[node]):
         if use_allowed and not is_allowed(t, fe + i, allowed):
             continue
-        if best < 0 or prefer(t, t.e_child[fe + i], t.e_p[fe + i], t.e_child[fe + best], t.e_p[fe + best]) < 0:
+        if best < 0 or prefer(t, t.e_child[fe + i], t.e_p[fe + i], t.e_child[fe + best], t.e_p[fe + best], ds) < 0:
             best = i
     return best
 

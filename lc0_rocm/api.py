@@ -1,0 +1,239 @@
+"""The public Python API: load a net, open a backend, evaluate positions.
+
+    import chess, lc0_rocm
+    with lc0_rocm.open_backend() as ev:                 # bundled net, backend "auto"
+        e = ev.evaluate(chess.Board())                  # one position -> one Evaluation
+        print(e.best_move, e.wdl, e.q)
+        many = ev.evaluate(["8/8/8/4k3/8/8/4P3/4K3 w - - 0 1", (None, ["e2e4", "e7e5"])])  # -> list
+
+This is the one place where "backend options → head options → load the net → create the backend" is
+written; the commands (`eval`, `validate`, `backendbench`), the tools and the UCI engine call
+`open_backend`. The backend names and the auto policy are `backends.factory`'s.
+
+Positions are python-chess `chess.Board`s (their move stack is the history the net sees), FEN strings
+("startpos" or "" = the start position) or `(fen, moves)` pairs (fen None = the start position, moves
+UCI strings or `chess.Move`s). A Board, a string or such a pair is one position and gives one
+`Evaluation`; a list (or any other iterable) of them gives a list, evaluated in batches of the
+backend's `max_batch`. An Evaluation is exactly what `lc0-rocm eval --json` prints (`to_json()`):
+the policy is the softmax at temperature 1 (exact exp) of the raw logits over the legal moves,
+sorted high to low; WDL, Q and moves-left are from the side to move's view.
+
+Bad input raises the package's one-line errors (`lc0_rocm.errors`): PositionError for a bad FEN,
+move or position type, NetFormatError for a missing or unreadable net, BackendError for an unknown
+backend, bad options or no GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
+
+import chess
+
+from .backends.base import Backend, NetOutputs
+from .backends.factory import (DEFAULT_BACKEND, check_backend_name, create_backend, head_options,
+                               parse_backend_options)
+from .errors import BackendError, NetFormatError, PositionError
+from .net.description import NetDescription
+
+__all__ = ["Evaluation", "Evaluator", "load_net", "open_backend"]
+
+
+def load_net(path: Union[str, os.PathLike, None] = None, **head_options) -> NetDescription:
+    """The NetDescription of a weights file (None = the bundled default net).
+
+    `head_options`: `policy_head` ("vanilla", "optimistic", ...) and `value_head` ("winner", "q", "st")
+    for multi-head nets. A missing or unreadable file is a NetFormatError."""
+    from .default_net import default_net_path
+    from .net import loader
+
+    path = default_net_path() if path is None else path
+    try:
+        return loader.load_net(path, **head_options)
+    except OSError as e:
+        raise NetFormatError(f"{e.strerror or type(e).__name__}: {e.filename or path}") from None
+
+
+def open_backend(net_or_path: Union[NetDescription, str, os.PathLike, None] = None, backend: str = DEFAULT_BACKEND,
+                 options: str = "", notify: Optional[Callable[[str], None]] = None) -> "Evaluator":
+    """An `Evaluator` for a net (a NetDescription, a weights path, or None = the bundled net) on the named
+    backend (`backends.factory.BACKEND_NAMES`; "auto" = the GPU when usable, else cpu with one notice).
+
+    `options` is lc0's backend-options string ("policy_head=optimistic,gpus=0,1"); its heads choose
+    what a path is loaded with (a NetDescription must already have been loaded with them).
+    `notify(message)` receives auto's fallback notice (default: one line on stderr)."""
+    check_backend_name(backend)  # before loading a large net
+    opts = parse_backend_options(options)
+    if isinstance(net_or_path, NetDescription):
+        net = net_or_path
+    else:
+        net = load_net(net_or_path, **head_options(opts))
+    return Evaluator(net, create_backend(backend, net, options, notify), opts)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The network's view of one position (side to move's point of view)."""
+
+    fen: str
+    policy: dict  # {chess.Move: probability}, legal moves only, sorted high to low (ties by UCI string)
+    wdl: Optional[tuple]  # (win, draw, loss) or None for a tanh-value net
+    q: float  # W - L, or the tanh value
+    moves_left: Optional[float]  # plies left, or None without a moves-left head
+    logits: Optional[dict] = field(default=None, repr=False)  # {chess.Move: raw logit} with logits=True
+
+    @property
+    def best_move(self) -> Optional[chess.Move]:
+        """The move with the highest policy, or None when there is no legal move."""
+        return next(iter(self.policy), None)
+
+    def to_json(self) -> dict:
+        """The `lc0-rocm eval --json` contract: {"policy": {uci: p}, "wdl": [w, d, l] | None, "q": q,
+        "mlh": m | None}."""
+        return {
+            "policy": {move.uci(): p for move, p in self.policy.items()},
+            "wdl": list(self.wdl) if self.wdl is not None else None,
+            "q": self.q,
+            "mlh": self.moves_left,
+        }
+
+
+class Evaluator:
+    """A net on an open backend. A context manager: the backend is closed on exit (or by `close()`).
+
+    Attributes: `net` (NetDescription), `backend` (the `backends.base.Backend`), `backend_name` (the
+    backend in use, e.g. "cpu" after auto fell back), `options` (the parsed backend options)."""
+
+    def __init__(self, net: NetDescription, backend: Backend, options: Optional[dict] = None):
+        self.net = net
+        self.backend = backend
+        self.options = dict(options or {})
+        self._closed = False
+
+    @property
+    def backend_name(self) -> str:
+        return self.backend.name
+
+    def evaluate(self, positions, logits: bool = False):
+        """One Evaluation for one position, a list of Evaluations for a list/iterable of positions.
+
+        Many positions are evaluated in batches of `backend.max_batch`. With logits=True every
+        Evaluation also carries the raw policy logits of the legal moves."""
+        from .encoding.planes import encode_positions
+
+        if self._closed:
+            raise BackendError("this evaluator is closed")
+        single = _is_single(positions) or not _is_iterable(positions)
+        items = [positions] if single else list(positions)
+        histories = [_history(p, None if single else i) for i, p in enumerate(items)]
+        results = []
+        chunk = max(1, int(self.backend.max_batch))
+        for start in range(0, len(histories), chunk):
+            part = histories[start:start + chunk]
+            planes = encode_positions(part, self.net.input_format)
+            out = self.backend.evaluate(planes)
+            results += [_evaluation(h, out, j, int(planes.transforms[j]), logits) for j, h in enumerate(part)]
+        return results[0] if single else results
+
+    def close(self) -> None:
+        """Release the backend (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self.backend.close()
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        path = self.net.metadata.get("path", "?")
+        return f"Evaluator({path}, backend {self.backend_name}{', closed' if self._closed else ''})"
+
+
+# ------------------------------------------------------------------------------------------------
+# positions
+
+
+def _is_pair(p: Any) -> bool:
+    """(fen or None, [moves]): a 2-sequence whose second item is a sequence of UCI strings / Moves."""
+    if not isinstance(p, (tuple, list)) or len(p) != 2:
+        return False
+    fen, moves = p
+    return ((fen is None or isinstance(fen, str)) and isinstance(moves, (tuple, list))
+            and all(isinstance(m, (str, chess.Move)) for m in moves))
+
+
+def _is_iterable(x: Any) -> bool:
+    try:
+        iter(x)
+    except TypeError:
+        return False
+    return True
+
+
+def _is_single(positions: Any) -> bool:
+    if isinstance(positions, (chess.Board, str)):
+        return True
+    return isinstance(positions, tuple) and _is_pair(positions)
+
+
+def _history(p: Any, index: Optional[int]):
+    """The History of one position; a PositionError naming the position (in a batch) when it is bad."""
+    from .encoding.position import parse_position
+
+    try:
+        if isinstance(p, chess.Board):
+            return _board_history(p)
+        if isinstance(p, str):
+            return parse_position(p, [])
+        if _is_pair(p):
+            fen, moves = p
+            return parse_position(fen, [m.uci() if isinstance(m, chess.Move) else m for m in moves])
+        raise PositionError(f"expected a chess.Board, a FEN string or a (fen, moves) pair, got {type(p).__name__}")
+    except PositionError as e:
+        if index is None:
+            raise
+        raise PositionError(f"position {index + 1}: {e}") from None
+
+
+def _board_history(board: chess.Board):
+    """History of a python-chess board, checked as strictly as a FEN + moves: a valid root position and
+    legal moves (python-chess's `push` does not check legality)."""
+    from .encoding.history import History
+    from .encoding.position import parse_board
+
+    root = board.root()
+    if not root.is_valid():
+        parse_board(root.fen())  # raises the descriptive one-line error
+        raise PositionError(f"illegal position '{root.fen()}'")
+    for n, move in enumerate(board.move_stack, 1):
+        if not root.is_legal(move):
+            raise PositionError(f"illegal move '{move.uci()}' (move {n}) in position '{root.fen()}'")
+        root.push(move)
+    return History.from_board(board)
+
+
+def _evaluation(history, out: NetOutputs, j: int, transform: int, with_logits: bool) -> Evaluation:
+    from .encoding.legal_policy import legal_policy
+    from .encoding.policy_map import legal_move_indices
+
+    board = history.board
+    probs = legal_policy(board, out.policy[j], transform=transform, temperature=1.0, use_fast_exp=False)
+    ranked = sorted(probs.items(), key=lambda kv: (-kv[1], kv[0].uci()))
+    policy = {move: float(p) for move, p in ranked}
+    raw = None
+    if with_logits:
+        moves, idx = legal_move_indices(board, transform)
+        by_move = dict(zip(moves, (float(x) for x in out.policy[j][idx])))
+        raw = {move: by_move[move] for move in policy}
+    return Evaluation(
+        fen=board.fen(),
+        policy=policy,
+        wdl=tuple(float(v) for v in out.wdl[j]) if out.wdl is not None else None,
+        q=float(out.q[j]),
+        moves_left=float(out.mlh[j]) if out.mlh is not None else None,
+        logits=raw,
+    )

@@ -1,0 +1,105 @@
+"""Engine options whose effect is a limit or a report, checked on the running engine (committed
+random-weight net, CPU backend): RamLimitMb, NodesPerSecondLimit, TimeManager, PerPVCounters,
+NNCacheSize's default, MaxCollisionEvents and the options kept only for lc0 compatibility."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from netpaths import WEIGHTS_DIR
+
+NET = WEIGHTS_DIR / "se-classical-small.pb.gz"
+
+
+def _session(lines: list[str], timeout: float = 240) -> list[str]:
+    """Run the engine on `lines` (each `go` waits for its bestmove, except `go infinite`), quit, and
+    return its stdout lines."""
+    p = subprocess.Popen([sys.executable, "-m", "lc0_rocm.cli", "-w", str(NET), "-b", "cpu"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    out: list[str] = []
+    deadline = time.monotonic() + timeout
+    try:
+        for line in lines + ["quit"]:
+            p.stdin.write(line + "\n")
+            p.stdin.flush()
+            if line.startswith("go") and "infinite" not in line:
+                while time.monotonic() < deadline:
+                    got = p.stdout.readline()
+                    assert got, "engine exited"
+                    out.append(got.rstrip("\n"))
+                    if got.startswith("bestmove"):
+                        break
+        rest, _ = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        out += rest.splitlines()
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0
+    return out
+
+
+def _searches(out: list[str]) -> list[tuple[list[str], str]]:
+    """[(info lines, bestmove line)] in order."""
+    res, infos = [], []
+    for line in out:
+        if line.startswith("bestmove"):
+            res.append((infos, line))
+            infos = []
+        elif line.startswith("info") and " pv " in line:
+            infos.append(line)
+    return res
+
+
+def _field(line: str, key: str) -> int:
+    words = line.split()
+    return int(words[words.index(key) + 1])
+
+
+def test_ram_limit_stops_the_search():
+    """With RamLimitMb the search ends when tree and NN cache reach the limit, long before `go nodes`."""
+    (infos, best), = _searches(_session(["setoption name RamLimitMb value 2", "isready", "go nodes 400000"]))
+    nodes = _field(infos[-1], "nodes")
+    assert best.startswith("bestmove ") and 1000 < nodes < 400000, nodes
+    (infos2, _), = _searches(_session(["setoption name RamLimitMb value 4", "isready", "go nodes 400000"]))
+    assert _field(infos2[-1], "nodes") > nodes  # a larger limit, a larger tree
+
+
+def test_nodes_per_second_limit_is_kept():
+    t0 = time.monotonic()
+    (infos, best), = _searches(_session(["setoption name NodesPerSecondLimit value 200",
+                                         "setoption name SmartPruningFactor value 0",
+                                         "setoption name MinibatchSize value 4", "isready", "go nodes 300"]))
+    last = infos[-1]
+    assert _field(last, "nodes") == 300
+    assert _field(last, "time") >= 1300  # 300 nodes at <= 200 nps: at least ~1.5 s
+    assert time.monotonic() - t0 >= 1.3
+
+
+def test_time_manager_option_chooses_the_budget():
+    out = _session(["setoption name SmartPruningFactor value 0", "setoption name MoveOverheadMs value 0",
+                    "setoption name TimeManager value alphazero(alphazero-time-pct=2.0)", "isready",
+                    "go wtime 60000 btime 60000"])
+    (infos, best), = _searches(out)
+    ms = _field(infos[-1], "time")
+    assert 900 <= ms <= 1500, ms  # 2 % of 60 s = 1200 ms
+    err = _session(["setoption name TimeManager value turbo", "go nodes 1"])
+    assert any(x.startswith("info string error: option TimeManager: unknown time manager 'turbo'") for x in err), err
+    assert any(x.startswith("bestmove ") for x in err)  # the search still answers
+
+
+def test_per_pv_counters_report_each_lines_visits():
+    out = _session(["setoption name MultiPV value 3", "setoption name PerPVCounters value true", "isready",
+                    "go nodes 200"])
+    (infos, _), = _searches(out)
+    last = {(_field(x, "multipv")): _field(x, "nodes") for x in infos[-3:]}
+    assert sum(last.values()) <= 200 and last[1] >= last[2] >= last[3]
+
+
+def test_lc0_worker_options_are_accepted_without_effect():
+    out = _session(["setoption name TaskWorkers value 4", "setoption name MaxPrefetch value 0",
+                    "setoption name MaxCollisionEvents value 32", "setoption name MinimumPickingWork value 5",
+                    "isready", "go nodes 20"])
+    assert not [x for x in out if "error" in x], out
+    assert _searches(out)[0][1].startswith("bestmove ")
