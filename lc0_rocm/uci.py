@@ -316,11 +316,20 @@ class UciEngine:
 
     def _set_option(self, name: str, value) -> None:
         try:
+            previous = self.options[name]
             name, value = self.options.set(name, value)
         except eo.OptionError as e:
             raise UciError(str(e)) from None
         if name == "LogFile":
             self.log.open(value)
+        elif name == "TimeManager":
+            from .search.timemgr import make_time_manager
+
+            try:
+                make_time_manager(value, self.opt("MoveOverheadMs"))
+            except ValueError as e:
+                self.options.set("TimeManager", previous)
+                raise UciError(f"option TimeManager: {e}") from None
         elif name == "WeightsFile" and value in ("", "<default>", "<autodiscover>"):
             from .default_net import default_net_path
 
@@ -373,7 +382,13 @@ class UciEngine:
             self.error("no network loaded; cannot search")
             self.send("bestmove (none)")
             return
-        self._start_search(go)
+        try:
+            self._start_search(go)
+        except Exception as e:  # the GUI still gets its bestmove: the first legal move
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            self.error(msg if isinstance(e, Lc0RocmError) else f"search failed to start: {type(e).__name__}: {msg}")
+            legal = next(iter(self.position.board.legal_moves), None)
+            self.send(f"bestmove {legal.uci()}" if legal is not None else "bestmove (none)")
 
     def cmd_stop(self, args: str) -> None:
         if self.search is not None:

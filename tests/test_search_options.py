@@ -12,9 +12,12 @@ SyzygyPath / SyzygyFastPlay (root filter, leaf probes, tbhits).
 
 from __future__ import annotations
 
+import queue
 import re
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -31,11 +34,15 @@ _STATS = re.compile(r"^info string (\S+)\s+\(\s*(\d+)\s*\) N:\s+(\d+)")
 _NUM = re.compile(r"^-?\d+(\.\d+)?$")
 
 
-def _run(cmd, options, cases):
+def _run(cmd, options, cases, timeout=300):
     """[(verbose lines, last info line with a pv, bestmove line)] per (position, nodes) case."""
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          text=True, bufsize=1)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x.rstrip("\n")) for x in p.stdout] + [lines.put(None)],
+                     daemon=True).start()
     send = lambda s: (p.stdin.write(s + "\n"), p.stdin.flush())  # noqa: E731
+    deadline = time.monotonic() + timeout
     out = []
     try:
         for o in BASE + list(options):
@@ -46,9 +53,11 @@ def _run(cmd, options, cases):
             send(f"go nodes {nodes}")
             verbose, info = [], None
             while True:
-                line = p.stdout.readline()
-                assert line, f"{cmd[0]} exited"
-                line = line.rstrip("\n")
+                try:
+                    line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+                except queue.Empty:
+                    pytest.fail(f"{cmd[0]}: no bestmove within {timeout} s")
+                assert line is not None, f"{cmd[0]} exited"
                 if line.startswith("bestmove"):
                     out.append((verbose, info, line))
                     break

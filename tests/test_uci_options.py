@@ -4,9 +4,13 @@ NNCacheSize's default, MaxCollisionEvents and the options kept only for lc0 comp
 
 from __future__ import annotations
 
+import queue
 import subprocess
 import sys
+import threading
 import time
+
+import pytest
 
 from netpaths import WEIGHTS_DIR
 
@@ -15,9 +19,12 @@ NET = WEIGHTS_DIR / "se-classical-small.pb.gz"
 
 def _session(lines: list[str], timeout: float = 240) -> list[str]:
     """Run the engine on `lines` (each `go` waits for its bestmove, except `go infinite`), quit, and
-    return its stdout lines."""
+    return its stdout lines. A `go` left without a bestmove fails the test instead of hanging it."""
     p = subprocess.Popen([sys.executable, "-m", "lc0_rocm.cli", "-w", str(NET), "-b", "cpu"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    lines_q: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines_q.put(x.rstrip("\n")) for x in p.stdout] + [lines_q.put(None)],
+                     daemon=True).start()
     out: list[str] = []
     deadline = time.monotonic() + timeout
     try:
@@ -25,14 +32,17 @@ def _session(lines: list[str], timeout: float = 240) -> list[str]:
             p.stdin.write(line + "\n")
             p.stdin.flush()
             if line.startswith("go") and "infinite" not in line:
-                while time.monotonic() < deadline:
-                    got = p.stdout.readline()
-                    assert got, "engine exited"
-                    out.append(got.rstrip("\n"))
+                while True:
+                    got = lines_q.get(timeout=max(0.1, deadline - time.monotonic()))
+                    assert got is not None, "engine exited"
+                    out.append(got)
                     if got.startswith("bestmove"):
                         break
-        rest, _ = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        out += rest.splitlines()
+        p.wait(timeout=max(1.0, deadline - time.monotonic()))
+        while (got := lines_q.get(timeout=10)) is not None:
+            out.append(got)
+    except queue.Empty:
+        pytest.fail(f"no bestmove within {timeout} s; engine said: {out[-5:]}")
     finally:
         if p.poll() is None:
             p.kill()
@@ -86,7 +96,26 @@ def test_time_manager_option_chooses_the_budget():
     assert 900 <= ms <= 1500, ms  # 2 % of 60 s = 1200 ms
     err = _session(["setoption name TimeManager value turbo", "go nodes 1"])
     assert any(x.startswith("info string error: option TimeManager: unknown time manager 'turbo'") for x in err), err
-    assert any(x.startswith("bestmove ") for x in err)  # the search still answers
+    assert any(x.startswith("bestmove ") for x in err)  # the search still answers, with the old manager
+
+
+def test_a_search_that_cannot_start_still_answers_go():
+    """A SyzygyPath that does not exist fails when the search opens the tables: one error line, and
+    `go` still gets a legal bestmove."""
+    out = _session(["setoption name SyzygyPath value /nonexistent/tables", "position startpos moves e2e4",
+                    "go nodes 5"])
+    assert any(x.startswith("info string error: SyzygyPath: '/nonexistent/tables' is not a directory")
+               for x in out), out
+    best = [x for x in out if x.startswith("bestmove ")]
+    assert len(best) == 1 and best[0].split()[1] in {m.uci() for m in _board_after_e4().legal_moves}
+
+
+def _board_after_e4():
+    import chess
+
+    b = chess.Board()
+    b.push_uci("e2e4")
+    return b
 
 
 def test_per_pv_counters_report_each_lines_visits():
