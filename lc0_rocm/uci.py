@@ -616,7 +616,7 @@ class UciEngine:
             on_stats=lambda lines: [self.info_string(x) for x in lines],
             verbose_stats=bool(self.opt("VerboseMoveStats")),
             score_type=self.opt("ScoreType"),
-            tablebases=tablebases,
+            tablebases=tablebases, game_board=pos.history.board,
         )
         self.search.start()
 

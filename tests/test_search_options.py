@@ -143,6 +143,9 @@ TB_CASES = [
     ("fen 8/8/4k3/8/8/2P5/3K4/8 b - - 0 1", 300),  # KPvK, the defender to move
     ("fen 8/5k2/8/8/2b5/2N5/3RK3/8 w - - 0 1", 400),  # five pieces: leaf probes after captures
 ]
+# the root repeats a position of the game: lc0 then keeps only the quickest wins (the game's moves
+# reach the root filter)
+TB_REPEATED = ("fen 8/8/8/4k3/8/8/3RK3/8 w - - 0 1 moves e2e3 e5e6 e3e2 e6e5", 200)
 
 
 def test_syzygy_matches_lc0():
@@ -153,6 +156,7 @@ def test_syzygy_matches_lc0():
     # solid-node iterator assumes children are visited in prior order), so its table shows other
     # first-play values for the filtered-out moves. Visits, info and bestmove still agree.
     compare_with_lc0([f"SyzygyPath value {tables}", "SyzygyFastPlay value true"], TB_CASES[:1], tables=False)
+    compare_with_lc0([f"SyzygyPath value {tables}"], [TB_REPEATED], tables=False)
 
 
 def test_fpu_two_fold_sticky_and_collision_options_match_lc0():
