@@ -40,17 +40,19 @@ from .net.description import NetDescription
 __all__ = ["Evaluation", "Evaluator", "load_net", "open_backend"]
 
 
-def load_net(path: Union[str, os.PathLike, None] = None, **head_options) -> NetDescription:
+def load_net(path: Union[str, os.PathLike, None] = None, check_outputs: bool = True,
+             **head_options) -> NetDescription:
     """The NetDescription of a weights file (None = the bundled default net).
 
     `head_options`: `policy_head` ("vanilla", "optimistic", ...) and `value_head` ("winner", "q", "st")
-    for multi-head nets. A missing or unreadable file is a NetFormatError."""
+    for multi-head nets. A missing, unreadable or unusable file is a NetFormatError; `check_outputs`
+    also evaluates the start position once with the numpy reference and rejects non-finite outputs."""
     from .default_net import default_net_path
     from .net import loader
 
     path = default_net_path() if path is None else path
     try:
-        return loader.load_net(path, **head_options)
+        return loader.load_net(path, check_outputs=check_outputs, **head_options)
     except OSError as e:
         raise NetFormatError(f"{e.strerror or type(e).__name__}: {e.filename or path}") from None
 
@@ -66,10 +68,34 @@ def open_backend(net_or_path: Union[NetDescription, str, os.PathLike, None] = No
     check_backend_name(backend)  # before loading a large net
     opts = parse_backend_options(options)
     if isinstance(net_or_path, NetDescription):
-        net = net_or_path
-    else:
-        net = load_net(net_or_path, **head_options(opts))
-    return Evaluator(net, create_backend(backend, net, options, notify), opts)
+        return Evaluator(net_or_path, create_backend(backend, net_or_path, options, notify), opts)
+    # the start-position check runs on the chosen backend (a GPU does it in milliseconds where the
+    # numpy reference takes seconds for a BT4-class net)
+    net = load_net(net_or_path, check_outputs=False, **head_options(opts))
+    ev = Evaluator(net, create_backend(backend, net, options, notify), opts)
+    try:
+        _check_start_position(ev.backend, net)
+    except BaseException:
+        ev.close()
+        raise
+    return ev
+
+
+def _check_start_position(backend, net: NetDescription) -> None:
+    """NetFormatError unless the backend's outputs for the start position are all finite."""
+    import chess
+    import numpy as np
+
+    from .encoding.planes import encode_position
+
+    with np.errstate(all="ignore"):  # an overflowing net is reported below, not as numpy warnings
+        out = backend.evaluate(encode_position(chess.Board(), net.input_format))
+    for key in ("policy", "wdl", "q", "d", "mlh"):
+        v = getattr(out, key, None)
+        if v is not None and not np.all(np.isfinite(v)):
+            name = os.path.basename(str(net.metadata.get("path", "weights")))
+            raise NetFormatError(f"{name}: outputs are not finite on the start position ({key} holds NaN/inf on "
+                                 f"the {backend.name} backend; the weights overflow)")
 
 
 @dataclass(frozen=True)

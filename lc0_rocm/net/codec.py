@@ -8,13 +8,18 @@ A layer without `encoding` is LINEAR16. An unset layer decodes to an empty array
 
 from __future__ import annotations
 
+import math
+from typing import Optional
+
 import numpy as np
 
 from ..errors import NetFormatError
 
 UNKNOWN_ENCODING, LINEAR16, FLOAT16, BFLOAT16, FLOAT32 = 0, 1, 2, 3, 4
 ENCODINGS = {"LINEAR16": LINEAR16, "FLOAT16": FLOAT16, "BFLOAT16": BFLOAT16, "FLOAT32": FLOAT32}
+ENCODING_NAMES = {v: k for k, v in ENCODINGS.items()}
 _BYTES = {LINEAR16: 2, FLOAT16: 2, BFLOAT16: 2, FLOAT32: 4}
+_ENCODING_FIELD = 4  # Weights.Layer.encoding
 
 
 def encoding_number(encoding) -> int:
@@ -30,31 +35,83 @@ def encoding_number(encoding) -> int:
     return int(encoding)
 
 
-def decode_layer(layer, name: str = "layer") -> np.ndarray:
-    """The layer's values as a flat, read-only float32 array (empty when the layer is absent)."""
-    enc = layer.encoding if layer.HasField("encoding") else LINEAR16
+def _unknown_encoding(layer) -> Optional[int]:
+    """An `encoding` value the schema's (closed) enum does not know, which protobuf keeps aside as an
+    unknown field instead of setting `encoding`; None when there is none."""
+    try:
+        from google.protobuf.unknown_fields import UnknownFieldSet
+        for f in UnknownFieldSet(layer):
+            if f.field_number == _ENCODING_FIELD:
+                return int(f.data) if isinstance(f.data, int) else -1
+    except (ImportError, TypeError, ValueError):  # pragma: no cover - older protobuf runtimes
+        pass
+    return None
+
+
+def layer_encoding(layer, name: str = "layer") -> int:
+    """The layer's encoding number (LINEAR16 when unset); an unknown value is a `NetFormatError`."""
+    if layer.HasField("encoding"):
+        enc = layer.encoding
+    else:
+        bad = _unknown_encoding(layer)
+        if bad is not None:
+            raise NetFormatError(f"{name}: unknown layer encoding {bad}")
+        enc = LINEAR16
     if enc == UNKNOWN_ENCODING:
         enc = LINEAR16
     if enc not in _BYTES:
         raise NetFormatError(f"{name}: unknown layer encoding {enc}")
+    return enc
+
+
+def layer_size(layer, name: str = "layer") -> int:
+    """How many values the layer holds, from its byte length alone (nothing is decoded)."""
+    enc = layer_encoding(layer, name)
+    width = _BYTES[enc]
+    n = len(layer.params)
+    if n % width:
+        raise NetFormatError(f"{name}: {n} bytes is not a whole number of {width}-byte values")
+    return n // width
+
+
+def decode_layer(layer, name: str = "layer") -> np.ndarray:
+    """The layer's values as a flat, read-only float32 array (empty when the layer is absent).
+
+    Proves the layer usable: a known encoding, for LINEAR16 a finite `min_val <= max_val`, and every
+    decoded value finite; anything else is one `NetFormatError` naming the layer (no numpy warning).
+    """
+    enc = layer_encoding(layer, name)
     raw = layer.params
     width = _BYTES[enc]
     if len(raw) % width:
         raise NetFormatError(f"{name}: {len(raw)} bytes is not a whole number of {width}-byte values")
-    if enc == LINEAR16:
-        u = np.frombuffer(raw, dtype="<u2")
-        lo = np.float32(layer.min_val)
-        span = np.float32(layer.max_val) - lo
-        out = u.astype(np.float32)
-        out /= np.float32(65535.0)
-        out *= span
-        out += lo
-    elif enc == FLOAT16:
-        out = np.frombuffer(raw, dtype="<f2").astype(np.float32)
-    elif enc == BFLOAT16:
-        out = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-    else:
-        out = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    with np.errstate(all="ignore"):
+        if enc == LINEAR16:
+            lo_f, hi_f = layer.min_val, layer.max_val
+            if raw and not (math.isfinite(lo_f) and math.isfinite(hi_f)):
+                raise NetFormatError(f"{name}: min_val/max_val must be finite (min_val {lo_f!r}, max_val {hi_f!r})")
+            if raw and lo_f > hi_f:
+                raise NetFormatError(f"{name}: min_val {lo_f!r} is greater than max_val {hi_f!r}")
+            u = np.frombuffer(raw, dtype="<u2")
+            lo = np.float32(lo_f)
+            span = np.float32(hi_f) - lo
+            if not np.isfinite(span):
+                raise NetFormatError(f"{name}: max_val - min_val ({hi_f!r} - {lo_f!r}) overflows float32")
+            out = u.astype(np.float32)
+            out /= np.float32(65535.0)
+            out *= span
+            out += lo
+        elif enc == FLOAT16:
+            out = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+        elif enc == BFLOAT16:
+            out = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            out = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        finite = np.isfinite(out)
+        if not finite.all():
+            i = int(np.argmin(finite))
+            raise NetFormatError(f"{name}: {int(out.size - np.count_nonzero(finite))} of {out.size} values are "
+                                 f"not finite (value {i} is {float(out[i])!r}; {ENCODING_NAMES[enc]} encoding)")
     out.setflags(write=False)
     return out
 

@@ -6,6 +6,18 @@ fix-ups -> supported-format check -> head selection (multi-head nets) -> float32
 norm folded, activations and LayerNorm epsilons resolved -> frozen `NetDescription`.
 
 Every problem with the file is a `NetFormatError` whose one-line message names the offending field.
+
+A net is proved usable before it is accepted (issue 13):
+- size caps before anything is decoded (see `read_net_bytes`): the file, and the gzip stream read
+  incrementally, may not exceed `MAX_NET_BYTES`, and past `RATIO_CHECK_FLOOR` the stream may not
+  expand more than `MAX_COMPRESSION_RATIO` times, so a small gzip bomb is stopped after a few MB;
+- each layer's byte length is checked against the shape the architecture implies before its values
+  are converted to float32;
+- every decoded tensor is finite, LINEAR16 `min_val <= max_val` are finite, each layer's encoding is
+  one the codec reads (an unknown enum value, which protobuf files away as an unknown field, is an
+  error rather than silently LINEAR16), batch-norm folding must not overflow float32;
+- `load_net` evaluates the start position once with the numpy reference and rejects a net whose
+  policy/value/moves-left outputs are not finite (a few ms to ~0.2 s for the committed nets).
 """
 
 from __future__ import annotations
@@ -22,7 +34,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import NetFormatError
 from . import schema
-from .codec import decode_layer
+from .codec import decode_layer, layer_encoding, layer_size
 from .description import (
     FFN, AttentionBody, AttentionPolicyHead, ClassicalPolicyHead, Conv, ConvPolicyHead, ConvTower, Dense,
     EncoderLayer, LayerNorm, MovesLeftHead, MultiHeadAttention, NetDescription, ResidualBlock, SEUnit,
@@ -33,6 +45,18 @@ from .description import (
 ENGINE_VERSION = (0, 33, 0)
 _ALWAYS_ACCEPTED_VERSION = 0x5C99973
 BN_EPS = 1e-5
+
+# Size caps (see read_net_bytes). The largest real Lc0 nets (BT4-class, ~190M parameters) are
+# ~0.2-0.4 GB of protobuf (LINEAR16 or FLOAT16; ~0.8 GB even as FLOAT32), and protobuf itself cannot
+# parse a message over 2 GiB, so 2 GiB is never hit by a real net. Weights are high-entropy: real
+# nets compress ~1.0-1.4x (the committed nets 1.02x, maia 1.4x), so a stream that expands more
+# than 64x once past 64 MiB is a bomb, not a net; below 64 MiB the ratio is not checked (a small
+# test net of constant layers may compress very well and costs nothing to read).
+MAX_NET_BYTES = 2 << 30
+MAX_COMPRESSION_RATIO = 64
+RATIO_CHECK_FLOOR = 64 << 20
+_IN_CHUNK = 1 << 20
+_OUT_CHUNK = 16 << 20
 
 # NetworkFormat enum numbers
 NETWORK_CLASSICAL, NETWORK_SE, NETWORK_CLASSICAL_WITH_HEADFORMAT, NETWORK_SE_WITH_HEADFORMAT = 1, 2, 3, 4
@@ -51,20 +75,76 @@ VALUE_HEAD_KEYS = ("winner", "q", "st")
 # --------------------------------------------------------------------------- reading the file
 
 
-def read_net_bytes(path) -> bytes:
-    """The decompressed protobuf bytes of a weights file (gzip or uncompressed)."""
+def _gunzip(data: bytes, name: str, max_bytes: int = MAX_NET_BYTES, max_ratio: float = MAX_COMPRESSION_RATIO,
+            ratio_floor: int = RATIO_CHECK_FLOOR) -> bytes:
+    """Decompress a gzip stream (several members allowed, as gzread does) incrementally, stopping as
+    soon as the output passes `max_bytes`, or passes `ratio_floor` while being more than `max_ratio`
+    times the compressed bytes consumed so far: a bomb is rejected without allocating its payload."""
+    parts: list[bytes] = []
+    total = 0
+    pos = 0  # offset in `data` of the next compressed byte to feed
+    n = len(data)
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pending = b""
+        while True:
+            if not pending:
+                if pos >= n:
+                    break
+                pending = data[pos:pos + _IN_CHUNK]
+                pos += len(pending)
+            try:
+                out = d.decompress(pending, _OUT_CHUNK)
+            except zlib.error as e:
+                raise NetFormatError(f"{name}: corrupt gzip stream ({e})") from None
+            pending = d.unconsumed_tail
+            total += len(out)
+            consumed = pos - len(pending)
+            if total > max_bytes:
+                raise NetFormatError(f"{name}: decompressed size exceeds {max_bytes >> 20} MiB "
+                                     "(not an Lc0 network: compressed bomb or corrupt file)")
+            if total > ratio_floor and total > max_ratio * consumed:
+                raise NetFormatError(f"{name}: gzip stream expands more than {max_ratio:g}x "
+                                     f"({consumed} bytes -> {total}+ bytes; compressed bomb, not an Lc0 network)")
+            if out:
+                parts.append(out)
+            if d.eof:
+                break
+        if not d.eof:
+            raise NetFormatError(f"{name}: truncated gzip stream")
+        rest = d.unused_data + data[pos:]
+        pos = n
+        if rest[:2] == b"\x1f\x8b":  # another gzip member
+            data, n, pos = rest, len(rest), 0
+            continue
+        if rest.strip(b"\0"):
+            raise NetFormatError(f"{name}: corrupt gzip stream (trailing garbage after the gzip data)")
+        return b"".join(parts)
+
+
+def read_net_bytes(path, max_bytes: int = MAX_NET_BYTES) -> bytes:
+    """The decompressed protobuf bytes of a weights file (gzip or uncompressed).
+
+    Size caps before anything is decoded: the file itself and the decompressed stream are limited to
+    `max_bytes` (2 GiB: protobuf cannot parse more, and the largest real nets are ~0.2-0.8 GB), and a
+    gzip stream may expand at most `MAX_COMPRESSION_RATIO` (64x) once past `RATIO_CHECK_FLOOR`
+    (64 MiB) - real weights compress ~1.0-1.4x (BT4-shape 1.0x, maia 1.4x). Decompression is
+    streamed, so a 3 MB file holding 1 GiB of zeros stops after ~150 MB of output (64x what was read)
+    in ~0.2 s and ~200 MB RSS, instead of inflating the GiB.
+    """
     path = Path(path)
-    data = path.read_bytes()
     name = path.name
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0  # let read_bytes raise the usual error
+    if size > max_bytes:
+        raise NetFormatError(f"{name}: file of {size} bytes exceeds the {max_bytes >> 20} MiB limit for a network")
+    data = path.read_bytes()
     if len(data) == 0:
         raise NetFormatError(f"{name}: empty file")
     if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except EOFError:
-            raise NetFormatError(f"{name}: truncated gzip stream") from None
-        except (OSError, zlib.error) as e:
-            raise NetFormatError(f"{name}: corrupt gzip stream ({e})") from None
+        data = _gunzip(data, name, max_bytes)
     if len(data) < 2:
         raise NetFormatError(f"{name}: not an Lc0 network (file too small)")
     if data[:2] in (b"1\n", b"2\n"):
@@ -89,12 +169,41 @@ def read_net(path) -> "schema.Net":
     return parse_net(read_net_bytes(path), Path(path).name)
 
 
-def load_net(path, policy_head: str = "vanilla", value_head: str = "winner") -> NetDescription:
-    """Load a `.pb.gz` (or uncompressed protobuf) weights file into a `NetDescription`."""
+def load_net(path, policy_head: str = "vanilla", value_head: str = "winner",
+             check_outputs: bool = True) -> NetDescription:
+    """Load a `.pb.gz` (or uncompressed protobuf) weights file into a `NetDescription`.
+
+    With `check_outputs` (the default) the net is evaluated once on the start position with the numpy
+    reference and rejected unless every output is finite (`check_start_position`).
+    """
     net = read_net(path)
     desc = net_from_proto(net, policy_head=policy_head, value_head=value_head)
+    if check_outputs:
+        check_start_position(desc, Path(path).name)
     desc.metadata["path"] = str(path)
     return desc
+
+
+def check_start_position(desc: NetDescription, name: str = "weights") -> None:
+    """Evaluate the start position with the numpy reference; a `NetFormatError` unless the policy,
+    value and moves-left outputs are all finite. Costs one batch-1 forward pass (milliseconds for
+    small nets, ~0.2 s for the largest committed net)."""
+    import chess
+
+    from .. import reference
+    from ..encoding.planes import encode_position
+
+    planes = encode_position(chess.Board(), desc.input_format)
+    try:
+        with np.errstate(all="ignore"):
+            out = reference.forward(desc, planes)
+    except (ValueError, ArithmeticError) as e:
+        raise NetFormatError(f"{name}: evaluating the start position failed ({e})") from None
+    for key in ("policy", "wdl", "q", "d", "mlh"):
+        v = getattr(out, key, None)
+        if v is not None and not np.all(np.isfinite(v)):
+            raise NetFormatError(f"{name}: outputs are not finite on the start position ({key} holds NaN/inf; "
+                                 "the weights overflow float32)")
 
 
 # --------------------------------------------------------------------------- format fix-ups
@@ -204,11 +313,18 @@ class _Reader:
     def __init__(self):
         self.encodings: set[int] = set()
 
+    def count(self, msg, fname: str, path: str) -> int:
+        """How many values the layer holds, without decoding it."""
+        return layer_size(getattr(msg, fname), f"{path}.{fname}")
+
     def vec(self, msg, fname: str, path: str, size: Optional[int] = None, required: bool = True):
         layer = getattr(msg, fname)
         name = f"{path}.{fname}"
         if msg.HasField(fname):
-            self.encodings.add(layer.encoding if layer.HasField("encoding") else 1)
+            self.encodings.add(layer_encoding(layer, name))  # an unknown encoding value is an error
+            n = layer_size(layer, name)  # checked before decoding: a wrong size costs nothing
+            if size is not None and n and n != size:
+                raise NetFormatError(f"{name}: expected {size} values, found {n}")
         v = decode_layer(layer, name)
         if v.size == 0:
             if required:
@@ -223,6 +339,9 @@ class _Reader:
         b = self.vec(msg, bname, path, n_out) if bname else None
         if b is not None:
             n_out = b.size
+        nw = self.count(msg, wname, path)
+        if nw and n_in is not None and (nw % n_in or (n_out is not None and nw != n_in * n_out)):
+            raise NetFormatError(f"{path}.{wname}: {nw} values do not make a [{n_out or '?'}, {n_in}] matrix")
         w = self.vec(msg, wname, path)
         if n_out is None:
             if n_in is None or w.size % n_in:
@@ -234,12 +353,15 @@ class _Reader:
 
     def conv(self, block, path: str, n_in: int, k: int) -> Conv:
         """A ConvBlock with batch norm folded the way lc0 does (bn_stddivs holds the variance)."""
-        w = self.vec(block, "weights", path)
         biases = self.vec(block, "biases", path, required=False)
         means = self.vec(block, "bn_means", path, required=False)
         n_out = biases.size if biases is not None else means.size if means is not None else None
+        nw = self.count(block, "weights", path)  # the kernel's size is checked before it is decoded
         if n_out is None:
-            n_out = w.size // (n_in * k * k)
+            n_out = nw // (n_in * k * k)
+        if nw and nw != n_out * n_in * k * k:
+            raise NetFormatError(f"{path}.weights: {nw} values do not make a [{n_out}, {n_in}, {k}, {k}] kernel")
+        w = self.vec(block, "weights", path)
         if w.size != n_out * n_in * k * k:
             raise NetFormatError(f"{path}.weights: {w.size} values do not make a [{n_out}, {n_in}, {k}, {k}] kernel")
         w = w.reshape(n_out, n_in, k, k)
@@ -250,13 +372,21 @@ class _Reader:
             var = self.vec(block, "bn_stddivs", path, n_out)
             gammas = self.vec(block, "bn_gammas", path, n_out, required=False)
             betas = self.vec(block, "bn_betas", path, n_out, required=False)
-            g = (np.ones(n_out, np.float32) if gammas is None else gammas) * (
-                np.float32(1.0) / np.sqrt(var + np.float32(BN_EPS)))
-            if not np.all(np.isfinite(g)):
-                raise NetFormatError(f"{path}.bn_stddivs: negative variance")
-            beta = np.zeros(n_out, np.float32) if betas is None else betas
-            w = w * g[:, None, None, None]
-            b = beta - g * (means - b)
+            with np.errstate(all="ignore"):
+                if np.any(var + np.float32(BN_EPS) <= 0):
+                    raise NetFormatError(f"{path}.bn_stddivs: negative variance")
+                g = (np.ones(n_out, np.float32) if gammas is None else gammas) * (
+                    np.float32(1.0) / np.sqrt(var + np.float32(BN_EPS)))
+                if not np.all(np.isfinite(g)):
+                    raise NetFormatError(f"{path}.bn_gammas: batch-norm scale gamma/sqrt(variance) overflows "
+                                         "float32 when folded")
+                beta = np.zeros(n_out, np.float32) if betas is None else betas
+                w = w * g[:, None, None, None]
+                b = beta - g * (means - b)
+                if not np.all(np.isfinite(w)):
+                    raise NetFormatError(f"{path}.bn_gammas: weights overflow float32 when batch norm is folded")
+                if not np.all(np.isfinite(b)):
+                    raise NetFormatError(f"{path}.bn_means: biases overflow float32 when batch norm is folded")
         return Conv(_ro(w), _ro(b))
 
     def layer_norm(self, msg, gname: str, bname: str, path: str, size: int, eps: float) -> LayerNorm:
