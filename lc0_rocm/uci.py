@@ -370,7 +370,14 @@ class UciEngine:
         return _Position(fen, list(moves), history, chess960, board)
 
     def cmd_go(self, args: str) -> None:
-        go = parse_go(args)  # a malformed go leaves a running search alone
+        try:
+            go = parse_go(args)
+        except UciError as e:
+            if self.search is not None and self.search.running:
+                raise  # a malformed go leaves a running search alone: that search answers
+            self.error(str(e))
+            self._send_fallback_bestmove()
+            return
         self._abort_and_wait()
         if self.position is None and self.position_error is not None:
             self.error(f"no position to search ({self.position_error})")
@@ -387,8 +394,19 @@ class UciEngine:
         except Exception as e:  # the GUI still gets its bestmove: the first legal move
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             self.error(msg if isinstance(e, Lc0RocmError) else f"search failed to start: {type(e).__name__}: {msg}")
+            self._send_fallback_bestmove()
+
+    def _send_fallback_bestmove(self) -> None:
+        """The answer to a `go` that could not search: the first legal move of the position, or
+        `(none)` without a position or a legal move."""
+        legal = None
+        if self.position is not None:
             legal = next(iter(self.position.board.legal_moves), None)
-            self.send(f"bestmove {legal.uci()}" if legal is not None else "bestmove (none)")
+        elif self.position_error is None:
+            import chess
+
+            legal = next(iter(chess.Board().legal_moves), None)
+        self.send(f"bestmove {legal.uci()}" if legal is not None else "bestmove (none)")
 
     def cmd_stop(self, args: str) -> None:
         if self.search is not None:
