@@ -168,6 +168,8 @@ def test_uciok_time_from_process_start():
                 for line in p.stdout:
                     if line.strip() == "uciok":
                         break
+            else:
+                p.wait()  # the bare interpreter: start-up to exit
             times.append((time.perf_counter() - t0) * 1000)
             p.stdin.close() if feed else None
             p.kill()
