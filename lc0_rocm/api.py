@@ -87,15 +87,12 @@ def _check_start_position(backend, net: NetDescription) -> None:
     import numpy as np
 
     from .encoding.planes import encode_position
+    from .net.loader import require_finite_outputs
 
     with np.errstate(all="ignore"):  # an overflowing net is reported below, not as numpy warnings
         out = backend.evaluate(encode_position(chess.Board(), net.input_format))
-    for key in ("policy", "wdl", "q", "d", "mlh"):
-        v = getattr(out, key, None)
-        if v is not None and not np.all(np.isfinite(v)):
-            name = os.path.basename(str(net.metadata.get("path", "weights")))
-            raise NetFormatError(f"{name}: outputs are not finite on the start position ({key} holds NaN/inf on "
-                                 f"the {backend.name} backend; the weights overflow)")
+    name = os.path.basename(str(net.metadata.get("path", "weights")))
+    require_finite_outputs(out, name, f" on the {backend.name} backend")
 
 
 @dataclass(frozen=True)

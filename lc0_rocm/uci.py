@@ -519,8 +519,7 @@ class UciEngine:
         from .search.timemgr import lc0_game_ply
 
         pos = self.position
-        start = 1 if pos.fen is None else _fullmove_number(pos.fen)
-        return lc0_game_ply(start, len(pos.moves))
+        return lc0_game_ply(pos.history.board.root().fullmove_number, len(pos.moves))
 
     def _time_manager(self):
         """The TimeManager option's manager (made again when the option changes; its saved time
@@ -679,14 +678,6 @@ class UciEngine:
                     self._search_aborted.set()
             s.stop()
             s.wait()
-
-
-def _fullmove_number(fen: str) -> int:
-    words = fen.split()
-    try:
-        return max(1, int(words[5])) if len(words) > 5 else 1
-    except ValueError:
-        return 1
 
 
 def _contempt_mode(mode: str, go: GoParams, black_to_move: bool) -> str:

@@ -12,16 +12,13 @@ SyzygyPath / SyzygyFastPlay (root filter, leaf probes, tbhits).
 
 from __future__ import annotations
 
-import queue
 import re
-import subprocess
 import sys
-import threading
-import time
 
 import pytest
 
 from lc0_oracle import require_lc0
+from uci_pipe import UciPipe
 from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR, require_shared
 
 pytestmark = pytest.mark.oracle
@@ -36,40 +33,21 @@ _NUM = re.compile(r"^-?\d+(\.\d+)?$")
 
 def _run(cmd, options, cases, timeout=300):
     """[(verbose lines, last info line with a pv, bestmove line)] per (position, nodes) case."""
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True, bufsize=1)
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x.rstrip("\n")) for x in p.stdout] + [lines.put(None)],
-                     daemon=True).start()
-    send = lambda s: (p.stdin.write(s + "\n"), p.stdin.flush())  # noqa: E731
-    deadline = time.monotonic() + timeout
+    eng = UciPipe(cmd)
     out = []
     try:
         for o in BASE + list(options):
-            send("setoption name " + o)
+            eng.send("setoption name " + o)
         for pos, nodes in cases:
-            send("ucinewgame")
-            send("position " + pos)
-            send(f"go nodes {nodes}")
-            verbose, info = [], None
-            while True:
-                try:
-                    line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-                except queue.Empty:
-                    pytest.fail(f"{cmd[0]}: no bestmove within {timeout} s")
-                assert line is not None, f"{cmd[0]} exited"
-                if line.startswith("bestmove"):
-                    out.append((verbose, info, line))
-                    break
-                if line.startswith("info string"):
-                    verbose.append(line)
-                elif line.startswith("info") and " pv " in line:
-                    info = line
-        send("quit")
-        p.wait(timeout=60)
+            eng.send("ucinewgame")
+            eng.send("position " + pos)
+            eng.send(f"go nodes {nodes}")
+            _, best, before = eng.until("bestmove", timeout)
+            verbose = [x for x in before if x.startswith("info string")]
+            infos = [x for x in before if x.startswith("info") and " pv " in x and not x.startswith("info string")]
+            out.append((verbose, infos[-1] if infos else None, best))
     finally:
-        if p.poll() is None:
-            p.kill()
+        eng.close()
     return out
 
 

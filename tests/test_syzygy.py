@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import queue
 import random
-import shutil
 import subprocess
 import threading
 import time
@@ -33,6 +32,7 @@ import pytest
 from lc0_rocm.errors import Lc0RocmError, TablebaseError
 from lc0_rocm.search.syzygy import DRAW, LOSS, WIN, Tablebases, repeated_since_zeroing
 
+from lc0_oracle import require_lc0
 from netpaths import require_shared
 
 TB_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "syzygy"
@@ -416,7 +416,7 @@ class Lc0:
 
     def __init__(self, *args: str):
         self.proc = subprocess.Popen(
-            [shutil.which("lc0"), f"--weights={MAIA}", "--backend=eigen", "--threads=1", *args],
+            [require_lc0(), f"--weights={MAIA}", "--backend=eigen", "--threads=1", *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -497,11 +497,7 @@ NOT_PROBED = [
 
 @pytest.fixture(scope="module")
 def lc0_bin():
-    if shutil.which("lc0") is None:
-        msg = "the real lc0 is not on PATH"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+    require_lc0()
     return require_shared(MAIA)
 
 

@@ -8,10 +8,8 @@ pruning off, so it thinks for exactly its budget, and compares how long it thoug
 
 from __future__ import annotations
 
-import os
 import queue
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -33,6 +31,7 @@ from lc0_rocm.search.timemgr import (
     parse_time_manager_spec,
 )
 
+from lc0_oracle import require_lc0
 from netpaths import SHARED_WEIGHTS_DIR, require_shared
 
 
@@ -429,12 +428,7 @@ OVERHEAD = 100
 
 
 def _need_lc0() -> str:
-    exe = shutil.which("lc0")
-    if exe is None:
-        msg = "lc0 binary not on PATH (the oracle needs lc0 v0.32 with a CPU backend)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+    exe = require_lc0()
     require_shared(LC0_NET)
     return exe
 

@@ -8,12 +8,10 @@ eigen backend, maia-1900) and our engine at `go nodes 1` on the same positions.
 from __future__ import annotations
 
 import os
-import queue
 import re
 import random
 import subprocess
 import sys
-import threading
 import time
 
 import chess
@@ -21,6 +19,7 @@ import chess.engine
 import pytest
 
 from lc0_oracle import lc0_binary, require_lc0
+from uci_pipe import UciPipe
 from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR, require_shared
 
 MAIA = SHARED_WEIGHTS_DIR / "maia-1900.pb.gz"
@@ -50,58 +49,11 @@ def maia_engine():
         eng.quit()
 
 
-class Raw:
-    """The engine on raw pipes, with a reader thread so reads can time out."""
+class Raw(UciPipe):
+    """Our engine on raw pipes (`engine_cmd` with `args`, or any `cmd`)."""
 
     def __init__(self, *args: str, cmd: list[str] | None = None):
-        self.p = subprocess.Popen(cmd or engine_cmd(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, bufsize=1)
-        self.lines: queue.Queue = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            self.lines.put((time.monotonic(), line.rstrip("\n")))
-        self.lines.put((time.monotonic(), None))
-
-    def send(self, line: str) -> float:
-        self.p.stdin.write(line + "\n")
-        self.p.stdin.flush()
-        return time.monotonic()
-
-    def until(self, prefix: str, timeout: float = 30.0) -> tuple[float, str, list[str]]:
-        """(arrival time, the first line starting with prefix, the lines before it)."""
-        before = []
-        end = time.monotonic() + timeout
-        while True:
-            t, line = self.lines.get(timeout=max(0.01, end - time.monotonic()))
-            if line is None:
-                raise AssertionError(f"engine exited waiting for {prefix!r}; got {before}")
-            self.seen.append(line)
-            if line.startswith(prefix):
-                return t, line, before
-            before.append(line)
-
-    def no_line(self, prefix: str, wait: float) -> bool:
-        end = time.monotonic() + wait
-        while time.monotonic() < end:
-            try:
-                _, line = self.lines.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                return True
-            if line is None or line.startswith(prefix):
-                return False
-            self.seen.append(line)
-        return True
-
-    def close(self):
-        if self.p.poll() is None:
-            try:
-                self.send("quit")
-                self.p.wait(timeout=10)
-            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
-                self.p.kill()
+        super().__init__(cmd or engine_cmd(*args))
 
 
 # --------------------------------------------------------------------------------------------

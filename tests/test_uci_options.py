@@ -4,15 +4,11 @@ NNCacheSize's default, MaxCollisionEvents and the options kept only for lc0 comp
 
 from __future__ import annotations
 
-import queue
-import subprocess
 import sys
-import threading
 import time
 
-import pytest
-
 from netpaths import WEIGHTS_DIR
+from uci_pipe import UciPipe
 
 NET = WEIGHTS_DIR / "se-classical-small.pb.gz"
 
@@ -20,34 +16,19 @@ NET = WEIGHTS_DIR / "se-classical-small.pb.gz"
 def _session(lines: list[str], timeout: float = 240) -> list[str]:
     """Run the engine on `lines` (each `go` waits for its bestmove, except `go infinite`), quit, and
     return its stdout lines. A `go` left without a bestmove fails the test instead of hanging it."""
-    p = subprocess.Popen([sys.executable, "-m", "lc0_rocm.cli", "-w", str(NET), "-b", "cpu"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-    lines_q: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines_q.put(x.rstrip("\n")) for x in p.stdout] + [lines_q.put(None)],
-                     daemon=True).start()
-    out: list[str] = []
-    deadline = time.monotonic() + timeout
+    eng = UciPipe([sys.executable, "-m", "lc0_rocm.cli", "-w", str(NET), "-b", "cpu"])
     try:
-        for line in lines + ["quit"]:
-            p.stdin.write(line + "\n")
-            p.stdin.flush()
+        for line in lines:
+            eng.send(line)
             if line.startswith("go") and "infinite" not in line:
-                while True:
-                    got = lines_q.get(timeout=max(0.1, deadline - time.monotonic()))
-                    assert got is not None, "engine exited"
-                    out.append(got)
-                    if got.startswith("bestmove"):
-                        break
-        p.wait(timeout=max(1.0, deadline - time.monotonic()))
-        while (got := lines_q.get(timeout=10)) is not None:
-            out.append(got)
-    except queue.Empty:
-        pytest.fail(f"no bestmove within {timeout} s; engine said: {out[-5:]}")
+                eng.until("bestmove", timeout)
+        eng.send("quit")
+        assert eng.p.wait(timeout=60) == 0
+        while (line := eng.lines.get(timeout=10)[1]) is not None:
+            eng.seen.append(line)
     finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0
-    return out
+        eng.close()
+    return eng.seen
 
 
 def _searches(out: list[str]) -> list[tuple[list[str], str]]:

@@ -22,7 +22,6 @@ A net is proved usable before it is accepted (issue 13):
 
 from __future__ import annotations
 
-import gzip
 import math
 import zlib
 from dataclasses import dataclass, field
@@ -199,11 +198,16 @@ def check_start_position(desc: NetDescription, name: str = "weights") -> None:
             out = reference.forward(desc, planes)
     except (ValueError, ArithmeticError) as e:
         raise NetFormatError(f"{name}: evaluating the start position failed ({e})") from None
+    require_finite_outputs(out, name)
+
+
+def require_finite_outputs(out, name: str, where: str = "") -> None:
+    """NetFormatError naming the first output of a start-position evaluation that holds NaN/inf."""
     for key in ("policy", "wdl", "q", "d", "mlh"):
         v = getattr(out, key, None)
         if v is not None and not np.all(np.isfinite(v)):
-            raise NetFormatError(f"{name}: outputs are not finite on the start position ({key} holds NaN/inf; "
-                                 "the weights overflow float32)")
+            raise NetFormatError(f"{name}: outputs are not finite on the start position ({key} holds NaN/inf"
+                                 f"{where}; the weights overflow)")
 
 
 # --------------------------------------------------------------------------- format fix-ups
