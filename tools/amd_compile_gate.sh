@@ -4,9 +4,13 @@
 #      with -Werror;
 #   2. every kernel compiles with nvcc for sm_90 through the HIP-on-CUDA prelude (the headers libhiprtc.so
 #      gives NVRTC), warnings as errors;
-#   3. hip_on_cuda/hip_abi.h matches hip-python (gen_hip_abi.py --check) and the C sources compile (-Werror).
+#   3. hip_on_cuda/hip_abi.h matches hip-python (gen_hip_abi.py --check) and the C sources compile (-Werror);
+#   4. today's cards: every kernel in every variant the runtime compiles (attention.hip at every head depth)
+#      compiles with clang-19 (-Werror, ROCm device libraries linked) to ISA for gfx942 (MI300, wave64),
+#      gfx1100, gfx1151 (RDNA3 / RDNA3.5) and gfx1201 (RDNA4), wave32, with no VGPR/SGPR spill, no scratch,
+#      LDS within the arch's limit, and docs/amd-resources.md up to date (tools/amd_resources.py --check).
 # Prints "ok <what>" per step and "FAIL <what>" with the compiler output; exits 1 if anything failed.
-# HIPCC / NVCC override the compilers.
+# HIPCC / NVCC / CLANG override the compilers.
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HIPCC="${HIPCC:-hipcc}"
@@ -39,5 +43,7 @@ else
     echo "skip hip_abi.h check (hip-python not installed)"
 fi
 run "hip_on_cuda C sources (-Werror)" python3 hip_on_cuda/build.py --check-only --out "$TMP/hoc"
+run "clang-19 gfx942 gfx1100 gfx1151 gfx1201: every kernel and head depth, no spills or scratch, LDS in limits, \
+docs/amd-resources.md current (tools/amd_resources.py --check)" python3 tools/amd_resources.py --check
 
 exit $fail
