@@ -1,6 +1,6 @@
 """Numpy activation functions, looked up by the names used in the net description.
 
-Formulas follow lc0 (facts §4.3.3): relu max(x, 0); relu2 x² for x > 0 else 0; mish x·tanh(softplus x)
+Formulas follow lc0 (`src/neural/backends/shared/activation.cc: Activate`): relu max(x, 0); relu2 x² for x > 0 else 0; mish x·tanh(softplus x)
 (computed as x·n/(n+2) with n = eˣ(eˣ+2), exactly lc0's form); swish x·sigmoid(x); selu with lc0's
 constants; tanh; sigmoid; none = identity. Every function keeps the input dtype (float32 or float64)
 and never warns on overflow.

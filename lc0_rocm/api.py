@@ -31,9 +31,10 @@ from typing import Any, Callable, Optional, Union
 
 import chess
 
-from .backends.base import Backend, NetOutputs
+from .backends.base import Backend
 from .backends.factory import (DEFAULT_BACKEND, check_backend_name, create_backend, head_options,
                                parse_backend_options)
+from .encoding.outputs import NetOutputs
 from .errors import BackendError, NetFormatError, PositionError
 from .net.description import NetDescription
 
@@ -52,9 +53,14 @@ def load_net(path: Union[str, os.PathLike, None] = None, check_outputs: bool = T
 
     path = default_net_path() if path is None else path
     try:
-        return loader.load_net(path, check_outputs=check_outputs, **head_options)
+        net = loader.load_net(path, **head_options)
     except OSError as e:
         raise NetFormatError(f"{e.strerror or type(e).__name__}: {e.filename or path}") from None
+    if check_outputs:
+        from .backends.cpu import CpuBackend
+
+        _check_start_position(CpuBackend(net), net)
+    return net
 
 
 def open_backend(net_or_path: Union[NetDescription, str, os.PathLike, None] = None, backend: str = DEFAULT_BACKEND,
@@ -82,17 +88,24 @@ def open_backend(net_or_path: Union[NetDescription, str, os.PathLike, None] = No
 
 
 def _check_start_position(backend, net: NetDescription) -> None:
-    """NetFormatError unless the backend's outputs for the start position are all finite."""
+    """The last proof that a net is usable (issue 13): a NetFormatError naming the first output of the
+    start position's evaluation that holds NaN or inf (weights that overflow)."""
     import chess
     import numpy as np
 
     from .encoding.planes import encode_position
-    from .net.loader import require_finite_outputs
 
-    with np.errstate(all="ignore"):  # an overflowing net is reported below, not as numpy warnings
-        out = backend.evaluate(encode_position(chess.Board(), net.input_format))
     name = os.path.basename(str(net.metadata.get("path", "weights")))
-    require_finite_outputs(out, name, f" on the {backend.name} backend")
+    try:
+        with np.errstate(all="ignore"):  # an overflowing net is reported below, not as numpy warnings
+            out = backend.evaluate(encode_position(chess.Board(), net.input_format))
+    except (ValueError, ArithmeticError) as e:
+        raise NetFormatError(f"{name}: evaluating the start position failed ({e})") from None
+    for key in ("policy", "wdl", "q", "d", "mlh"):
+        v = getattr(out, key, None)
+        if v is not None and not np.all(np.isfinite(v)):
+            raise NetFormatError(f"{name}: outputs are not finite on the start position ({key} holds NaN/inf "
+                                 f"on the {backend.name} backend; the weights overflow)")
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,7 @@ class _Graph:
             tokens = self.nchw_to_tokens(planes, 112)  # [N, 64, 112]
             if body.embedding == "pe_map":
                 # [planes ++ table] Wᵀ = planes W[:, :112]ᵀ + (table W[:, 112:]ᵀ + b): the table part is constant
-                from .reference import pos_encoding_table
+                from .encoding.pos_encoding import pos_encoding_table
 
                 const = pos_encoding_table().astype(np.float64) @ e.w[:, 112:].T.astype(np.float64)
                 if e.b is not None:
@@ -221,7 +221,7 @@ class _Graph:
         return t
 
     def attention_policy(self, tokens: str, head: AttentionPolicyHead) -> str:
-        from .reference import attention_policy_gather
+        from .encoding.policy_map import ATTENTION_POLICY_GATHER
 
         p = self.dense(tokens, head.embedding, head.embedding_activation, "pol_emb")
         for layer in head.encoders:
@@ -239,15 +239,14 @@ class _Graph:
             "promo",
         )  # [N, 8, 8, 3]
         flat = self.op("Concat", [self.reshape(logits, [-1, 4096]), self.reshape(promo, [-1, 192])], axis=1)
-        return self.op("Gather", [flat, self.ints(attention_policy_gather(), "policy_map")], "policy", axis=1)
+        return self.op("Gather", [flat, self.ints(ATTENTION_POLICY_GATHER, "policy_map")], "policy", axis=1)
 
     def conv_policy(self, x: str, head: ConvPolicyHead) -> str:
-        from .encoding.policy_map import CONV_POLICY_MAP
-        from .reference import _inverse_map
+        from .encoding.policy_map import CONV_POLICY_GATHER
 
         y = self.conv(x, head.conv1, head.activation)
         z = self.reshape(self.conv(y, head.conv2), [-1, 64 * head.conv2.n_out])  # plane·64 + square
-        return self.op("Gather", [z, self.ints(_inverse_map(CONV_POLICY_MAP), "policy_map")], "policy", axis=1)
+        return self.op("Gather", [z, self.ints(CONV_POLICY_GATHER, "policy_map")], "policy", axis=1)
 
     def classical_policy(self, x: str, head: ClassicalPolicyHead) -> str:
         y = self.conv(x, head.conv, head.activation)

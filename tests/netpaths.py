@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # the tests of tools/ import it as a package of the checkout (tools.match)
+    sys.path.append(str(REPO))
 WEIGHTS_DIR = REPO / "weights"
 SHARED_WEIGHTS_DIR = REPO.parent / "shared" / "weights"
 COMMITTED_NETS = sorted(WEIGHTS_DIR.glob("*.pb.gz"))

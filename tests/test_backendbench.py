@@ -281,7 +281,7 @@ def test_clippy_picks_on_a_synthetic_table():
 
 
 def _clippy_by_formula(table):
-    """Independent double-precision transcription of lc0's rule (facts §8)."""
+    """Independent double-precision transcription of lc0's rule (`src/benchmark/backendbench.cc`, clippy)."""
     best, best_nps = [1, 1, 1], [0.0, 0.0, 0.0]
     for i, nps in table:
         thr = [0.16947 * math.exp(-4.1695e-6 * ((nps + best_nps[k]) / 2) ** 1.085 * T) + 0.02

@@ -10,7 +10,7 @@ equal `GameState(fen, moves).as_input(backend)` bit for bit (the bindings use Fi
 fen_only and apply the canonical transform to the planes). The backend of each format is a
 random-weight net of that format (lc0_rocm.net.make_net) on lc0's eigen backend; without make_net
 the `trivial` backend with `input_mode=N` on maia is used (as_input only depends on the format).
-V2 formats are never fed a FEN with rule50 > 0 (lc0 0.32.1 segfaults, lc0-facts §6.5).
+V2 formats are never fed a FEN with rule50 > 0 (lc0 0.32.1 segfaults in `src/neural/encoder.cc: EncodePositionForNN`).
 The other FillEmptyHistory modes (not reachable through the bindings) are checked by their rule
 against the oracle-verified fen_only encoding.
 """

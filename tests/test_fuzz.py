@@ -38,7 +38,7 @@ from hypothesis import strategies as st  # noqa: E402
 from lc0_rocm.errors import NetFormatError  # noqa: E402
 from lc0_rocm.net import schema  # noqa: E402
 from lc0_rocm.net.description import NetDescription  # noqa: E402
-from lc0_rocm.net.loader import load_net  # noqa: E402
+from lc0_rocm.api import load_net  # noqa: E402  (with the start-position proof)
 from lc0_rocm.net.make_net import make_net  # noqa: E402
 from lc0_rocm.net.writer import iter_layers  # noqa: E402
 

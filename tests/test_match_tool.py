@@ -8,7 +8,6 @@ failure (CI installs both).
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import math
@@ -28,10 +27,8 @@ TOOL = REPO / "tools" / "match.py"
 
 @pytest.fixture(scope="module")
 def match():
-    spec = importlib.util.spec_from_file_location("match_tool", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["match_tool"] = mod  # dataclasses look the module up
-    spec.loader.exec_module(mod)
+    from tools import match as mod
+
     return mod
 
 

@@ -6,7 +6,7 @@ Truths used:
   the tag's sources), our rule-generated tables must hash identically.
 * python-chess move generation on the board the network sees: for a canonical transform T the
   legal moves of the transformed board must be exactly the moves we index through T.
-* lc0-facts §5.6 for the v0.32 bug-compatible mapping (180-degree rotation for T with Transpose).
+* lc0 0.32's `src/neural/encoder.cc: MoveToNNIndex` for the v0.32 bug-compatible mapping (180-degree rotation for T with Transpose).
 * `Output.p_softmax` of lc0's eigen backend on maia for the FastExp softmax (bit-exact).
 """
 
@@ -96,7 +96,7 @@ def test_conv_and_attention_maps_match_lc0():
         assert (table >= 0).sum() == 1858
         assert np.array_equal(table[gather], np.arange(1858))
     sq = chess.parse_square
-    # spot checks of the plane meaning (lc0-facts §4.4.2)
+    # spot checks of the plane meaning (`src/neural/tables/policy_map.h: kConvPolicyMap`)
     assert pm.CONV_POLICY_MAP[0 * 64 + sq("e2")] == pm.MOVE_INDEX["e2e3"]
     assert pm.CONV_POLICY_MAP[(7 * 2 + 6) * 64 + sq("a1")] == pm.MOVE_INDEX["a1h1"]
     assert pm.CONV_POLICY_MAP[56 * 64 + sq("g1")] == pm.MOVE_INDEX["g1h3"]
@@ -175,7 +175,7 @@ def test_net_board_matches_encoded_planes():
 
 
 def test_bug_compatible_v032_mapping():
-    """lc0 v0.32: rank flip if Mirror|Transpose, file flip if Flip|Transpose (lc0-facts §5.6)."""
+    """lc0 v0.32: rank flip if Mirror|Transpose, file flip if Flip|Transpose (0.32's `MoveToNNIndex`)."""
     rot = [s ^ 63 for s in range(64)]
     for board in [h.board for h in _line_histories(lambda b: not b.castling_rights and not b.pawns)][:30]:
         black = board.turn == chess.BLACK
@@ -188,7 +188,7 @@ def test_bug_compatible_v032_mapping():
                 else:
                     a, b = m.from_square ^ (56 if black else 0), m.to_square ^ (56 if black else 0)
                     assert bug == pm.FROM_TO_INDEX[rot[a] * 64 + rot[b]]
-    # the example of lc0-facts §5.6: under T = 4, b1 goes to h7 (correct) but to g8 in v0.32
+    # under T = 4, b1 goes to h7 (correct) but to g8 in v0.32
     m = chess.Move(chess.B1, chess.B2)
     assert pm.move_to_index(m, False, 4) == pm.MOVE_INDEX["h7g7"]
     assert pm.move_to_index(m, False, 4, bug_compatible_v032=True) == pm.MOVE_INDEX["g8g7"]
@@ -282,7 +282,7 @@ def test_softmax_matches_lc0_p_softmax_bit_exact():
 # computed by lc0 through its own transform mapping, and its untransformed NN index)
 
 _LC0_POSITIONS = [
-    "8/8/8/8/8/2k5/7K/6Q1 w - - 0 1",  # T = 4 (lc0-facts §5.6)
+    "8/8/8/8/8/2k5/7K/6Q1 w - - 0 1",  # T = 4 (the Transpose case of 0.32's MoveToNNIndex)
     "8/8/3k4/8/8/8/1K6/3R4 b - - 0 70",  # black to move, pawnless
     "3K4/8/8/6k1/8/8/8/7r w - - 0 80",  # Mirror (+ Transpose)
     "8/2k5/8/8/3B4/4K3/7R/r7 b - - 0 90",

@@ -201,7 +201,9 @@ def test_unknown_activation_is_an_error():
 
 
 def test_pos_encoding_table_rule():
-    t = reference.pos_encoding_table()
+    from lc0_rocm.encoding.pos_encoding import pos_encoding_table
+
+    t = pos_encoding_table()
     assert t.shape == (64, 64)
     assert np.all(np.diag(t) == -1)
     # a1 sees 21 queen squares + 2 knight squares; d4 sees 27 + 8

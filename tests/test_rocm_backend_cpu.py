@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lc0_rocm.backends import rocm
+from lc0_rocm.backends.options import bool_option, choice_option, int_option
 from lc0_rocm.errors import BackendError
 from lc0_rocm.net.loader import load_net
 
@@ -23,14 +24,19 @@ def test_fp16_choice_follows_lc0s_rule(arch, fast):
 
 
 def test_options_are_validated():
-    assert rocm._int_option({"max_batch": "64"}, "max_batch", 1024, 1) == 64
-    assert rocm._int_option({}, "max_batch", 1024, 1) == 1024
+    assert int_option({"max_batch": "64"}, "max_batch", 1024) == 64
+    assert int_option({}, "max_batch", 1024) == 1024
     for bad in ("0", "-3", "many"):
         with pytest.raises(BackendError, match="max_batch"):
-            rocm._int_option({"max_batch": bad}, "max_batch", 1024, 1)
-    assert rocm._bool_option({"mlh": "False"}, "mlh", True) is False
+            int_option({"max_batch": bad}, "max_batch", 1024)
+    assert int_option({"gpu": "0"}, "gpu", 1, minimum=0) == 0
+    assert bool_option({"mlh": "False"}, "mlh", True) is False
     with pytest.raises(BackendError, match="true or false"):
-        rocm._bool_option({"mlh": "maybe"}, "mlh", True)
+        bool_option({"mlh": "maybe"}, "mlh", True)
+    assert choice_option({"attention": "T128"}, "attention", rocm.MHA_VARIANTS, "auto") == "t128"
+    for gone in ("tiled", "warp"):  # removed experiments are refused by name, not ignored
+        with pytest.raises(BackendError, match="attention="):
+            choice_option({"attention": gone}, "attention", rocm.MHA_VARIANTS, "auto")
 
 
 def test_no_gpu_is_a_one_line_backend_error():

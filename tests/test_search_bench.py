@@ -3,25 +3,23 @@ batches, also from a saved recording) and the nps mode reports search and raw np
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 
 import numpy as np
 import pytest
 
-from netpaths import REPO, WEIGHTS_DIR
+from lc0_rocm.backends.replay import RecordingBackend, ReplayBackend
+
+from netpaths import WEIGHTS_DIR
 
 SMALL = WEIGHTS_DIR / "se-classical-small.pb.gz"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("search_bench", REPO / "tools" / "search_bench.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["search_bench"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    from tools import search_bench
+
+    return search_bench
 
 
 def _value(out: str, label: str) -> float:
@@ -47,10 +45,10 @@ def test_replay_backend_returns_the_recorded_rows(bench):
     from lc0_rocm.net.loader import load_net
 
     net = load_net(SMALL)
-    rec = bench.RecordingBackend(create_backend("cpu", net))
+    rec = RecordingBackend(create_backend("cpu", net))
     planes = bench.bench_planes(net, 5)
     want = rec.evaluate(planes)
-    replay = bench.ReplayBackend(net, rec.batches, 64)
+    replay = ReplayBackend(net, rec.batches, 64)
     got = replay.collect(replay.submit(planes))
     assert replay.is_async and replay.misses == 0
     np.testing.assert_array_equal(got.policy, want.policy)

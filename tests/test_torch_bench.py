@@ -1,9 +1,7 @@
 """tools/torch_bench.py: the PyTorch rebuild of a net matches the numpy reference for every body and
 head kind, and the script runs end to end on the CPU. Skipped where PyTorch is not installed (CI)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,15 +11,14 @@ torch = pytest.importorskip("torch")
 from lc0_rocm.net.loader import net_from_proto  # noqa: E402
 from lc0_rocm.net.make_net import make_net  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def tb():
-    spec = importlib.util.spec_from_file_location("torch_bench", ROOT / "tools" / "torch_bench.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    import netpaths  # noqa: F401  (puts the checkout on sys.path for the tools package)
+    from tools import torch_bench
+
+    return torch_bench
 
 
 CASES = [

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from lc0_rocm import validation_positions
-from lc0_rocm.backends.base import NetOutputs
+from lc0_rocm.encoding.outputs import NetOutputs
 from lc0_rocm.cli import main
 from lc0_rocm.commands import validate as v
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""TFLOP/s of the GEMMs lc0-rocm runs, with the algorithm lc0_rocm.gpu.gemm picked (tuned once, cached).
+"""TFLOP/s of the GEMMs lc0-rocm runs, with the algorithm lc0_rocm.gpu.runtime.gemm picked (tuned once, cached).
 
     python3 tools/gemm_bench.py [--dtype f16|f32] [--batches 1,16,256] [--all-shapes]
 
@@ -21,15 +21,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 BT4_FFN = [(1536, 1024), (1024, 1536)]
 OTHERS = [(768, 768), (2304, 768), (1024, 768), (768, 1024), (1024, 1024), (3072, 1024)]
-NP = {"f16": np.float16, "f32": np.float32}
 
 
 def bench_shape(dev, gemm, m: int, n: int, k: int, dtype: str, sets: int = 4, runs: int = 50):
-    from lc0_rocm.gpu.memory import DeviceBuffer
-    from lc0_rocm.gpu.stream import Event
+    from lc0_rocm.gpu.runtime.dtypes import storage_type
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
+    from lc0_rocm.gpu.runtime.stream import Event
 
     rng = np.random.default_rng()
-    t = NP[dtype]
+    t = storage_type(dtype).numpy
     xs, ws, ys, host = [], [], [], []
     for _ in range(sets):
         x = rng.standard_normal((m, k), dtype=np.float32).astype(t)
@@ -64,12 +64,14 @@ def bench_shape(dev, gemm, m: int, n: int, k: int, dtype: str, sets: int = 4, ru
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dtype", default="f16", choices=list(NP))
+    from lc0_rocm.gpu.runtime.dtypes import STORAGE_TYPES
+
+    ap.add_argument("--dtype", default="f16", choices=list(STORAGE_TYPES))
     ap.add_argument("--batches", default="256", help="comma-separated batch sizes (M = 64 * batch)")
     ap.add_argument("--all-shapes", action="store_true", help="also the attention/embedding shapes")
     args = ap.parse_args(argv)
-    from lc0_rocm.gpu.device import get_device
-    from lc0_rocm.gpu.gemm import Gemm
+    from lc0_rocm.gpu.runtime.device import get_device
+    from lc0_rocm.gpu.runtime.gemm import Gemm
 
     dev = get_device(0)
     gemm = Gemm(dev)

@@ -39,8 +39,8 @@ def main() -> int:
     from lc0_rocm.commands.validate import compare, failures
     from lc0_rocm.encoding.planes import encode_positions
     from lc0_rocm.encoding.policy_map import legal_move_indices
-    from lc0_rocm.gpu.device import get_device
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.runtime.device import get_device
+    from lc0_rocm.gpu.nn.network import GpuNetwork
 
     ap = argparse.ArgumentParser()
     ap.add_argument("nets", nargs="+")

@@ -2,7 +2,7 @@
 """Time single network kernels on random data at a net's shapes (no net needed); a target for ncu.
 
     PYTHONPATH=. python3 tools/kernel_bench.py [--batch 256] [--dm 1024 --heads 32 --width 1024 --dff 1536]
-        [--kernels mha_tiled,mha,layernorm8,layernorm,act8_mish,attention_policy] [--reps 50] [--once]
+        [--kernels mha_t128,mha,layernorm8,layernorm,act8_mish,attention_policy] [--reps 50] [--once]
 
 Each kernel runs `--reps` times between two events on fresh random inputs (uploaded once, not zeros);
 the median of 5 such runs is printed in microseconds with the bytes/FLOPs it implies. `--once` launches
@@ -28,18 +28,18 @@ def main() -> int:
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--dff", type=int, default=1536)
     ap.add_argument("--pdm", type=int, default=1024)
-    ap.add_argument("--kernels", default="mha_t128,mha_tiled,mha,layernorm_warp,layernorm8,layernorm,act8_mish,"
-                    "bias_act_mish,attention_policy,attention_policy_split,h2d,d2h")
+    ap.add_argument("--kernels", default="mha_t128,mha,layernorm8,layernorm,act8_mish,bias_act_mish,"
+                    "attention_policy,attention_policy_split,h2d,d2h")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--once", action="store_true")
     args = ap.parse_args()
 
     from lc0_rocm.encoding.policy_map import ATTENTION_POLICY_MAP
-    from lc0_rocm.gpu import ops
-    from lc0_rocm.gpu.device import get_device
-    from lc0_rocm.gpu.memory import DeviceBuffer
-    from lc0_rocm.gpu.nn_kernels import NnKernels
-    from lc0_rocm.gpu.stream import Event, Stream
+    from lc0_rocm.gpu.nn.kernels import NnKernels
+    from lc0_rocm.gpu.runtime.device import get_device
+    from lc0_rocm.gpu.runtime.hiperr import hip_call
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer, PinnedBuffer
+    from lc0_rocm.gpu.runtime.stream import Event, Stream
 
     dev = get_device(0)
     s = Stream(dev)
@@ -60,43 +60,37 @@ def main() -> int:
     pmap = DeviceBuffer.allocate(dev, 4288 * 4)
     pmap.upload(np.asarray(ATTENTION_POLICY_MAP, dtype=np.int32).reshape(-1))
     pol = DeviceBuffer.allocate(dev, n * 1858 * 4)
-    k_new, k_old = NnKernels(dev, "f16", "tiled", True), NnKernels(dev, "f16", "simple", False)
-    k_t128, k_block = NnKernels(dev, "f16", "t128", True), NnKernels(dev, "f16", "tiled", True)
-    k_block.warp_ln = False
+    # k: the product's kernels (mha_t128, layernorm8, the whole-position policy kernel); k_old: the simple
+    # attention and scalar LayerNorm kernels; k_split: the 16-blocks-per-position policy kernel
+    k, k_old = NnKernels(dev, "f16", "t128", True), NnKernels(dev, "f16", "simple", False)
     k_split = NnKernels(dev, "f16", "t128", True)
-    k_split.policy_split_below, k_new.policy_split_below = 10**9, 0
-    from lc0_rocm.gpu.memory import PinnedBuffer
-
+    k_split.policy_split_below, k.policy_split_below = 10**9, 0
     pin = PinnedBuffer(n * 1858 * 4)
     dpol = DeviceBuffer.allocate(dev, n * 1858 * 4)
-    hip_fn = __import__("lc0_rocm.gpu.hiperr", fromlist=["hip_call"]).hip_call
     depth = dm // heads
-    kernels = {
-        "mha_tiled": (lambda: k_new.mha(qkv, n, dm, heads, att, bias=bias, stream=s),
-                      0, 4.0 * 64 * 64 * depth * heads * n),
-        "mha_t128": (lambda: k_t128.mha(qkv, n, dm, heads, att, bias=bias, stream=s),
-                     0, 4.0 * 64 * 64 * depth * heads * n),
-        "mha": (lambda: k_old.mha(qkv, n, dm, heads, att, bias=bias, stream=s), 0, 4.0 * 64 * 64 * depth * heads * n),
-        "layernorm_warp": (lambda: k_new.layernorm(x, att, rows, dm, gamma, beta, 1e-3, bias=b1, skip=skip,
-                                                   alpha=0.5, stream=s), 3 * rows * dm * 2, 0),
-        "layernorm8": (lambda: k_block.layernorm(x, att, rows, dm, gamma, beta, 1e-3, bias=b1, skip=skip, alpha=0.5,
-                                                 stream=s), 3 * rows * dm * 2, 0),
+    mha_flops = 4.0 * 64 * 64 * depth * heads * n
+    ln_bytes = 3 * rows * dm * 2
+    benches = {
+        "mha_t128": (lambda: k.mha(qkv, n, dm, heads, att, bias=bias, stream=s), 0, mha_flops),
+        "mha": (lambda: k_old.mha(qkv, n, dm, heads, att, bias=bias, stream=s), 0, mha_flops),
+        "layernorm8": (lambda: k.layernorm(x, att, rows, dm, gamma, beta, 1e-3, bias=b1, skip=skip, alpha=0.5,
+                                           stream=s), ln_bytes, 0),
+        "layernorm": (lambda: k_old.layernorm(x, att, rows, dm, gamma, beta, 1e-3, bias=b1, skip=skip, alpha=0.5,
+                                              stream=s), ln_bytes, 0),
+        # act8_mish: no bias, 8 elements per thread; bias_act_mish: the scalar kernel a bias needs
+        "act8_mish": (lambda: k.bias_act(ffh, ffh, None, rows * dff, act="mish", stream=s), 2 * rows * dff * 2, 0),
+        "bias_act_mish": (lambda: k.bias_act(ffh, ffh, b1, rows * dff, channels=dm, act="mish", stream=s),
+                          2 * rows * dff * 2, 0),
+        "attention_policy": (lambda: k.attention_policy(qk, n, args.pdm, ppo, pmap, pol, stream=s),
+                             0, 2.0 * 64 * 64 * args.pdm * n),
         "attention_policy_split": (lambda: k_split.attention_policy(qk, n, args.pdm, ppo, pmap, pol, stream=s),
                                    0, 2.0 * 64 * 64 * args.pdm * n),
-        "h2d": (lambda: hip_fn("hipMemcpyHtoDAsync", dpol.ptr, pin.ptr, n * 1858 * 4, s.handle), n * 1858 * 4, 0),
-        "d2h": (lambda: hip_fn("hipMemcpyDtoHAsync", pin.ptr, dpol.ptr, n * 1858 * 4, s.handle), n * 1858 * 4, 0),
-        "layernorm": (lambda: k_old.layernorm(x, att, rows, dm, gamma, beta, 1e-3, bias=b1, skip=skip, alpha=0.5,
-                                              stream=s), 3 * rows * dm * 2, 0),
-        "act8_mish": (lambda: ops.bias_act(dev, ffh, ffh, None, rows * dff, act="mish", dtype="f16", stream=s),
-                      2 * rows * dff * 2, 0),
-        "bias_act_mish": (lambda: ops.bias_act(dev, ffh, ffh, b1, rows * dff, channels=dm, act="mish", dtype="f16",
-                                               stream=s), 2 * rows * dff * 2, 0),
-        "attention_policy": (lambda: k_new.attention_policy(qk, n, args.pdm, ppo, pmap, pol, stream=s),
-                             0, 2.0 * 64 * 64 * args.pdm * n),
+        "h2d": (lambda: hip_call("hipMemcpyHtoDAsync", dpol.ptr, pin.ptr, n * 1858 * 4, s.handle), n * 1858 * 4, 0),
+        "d2h": (lambda: hip_call("hipMemcpyDtoHAsync", pin.ptr, dpol.ptr, n * 1858 * 4, s.handle), n * 1858 * 4, 0),
     }
     print(f"device {dev.describe()}; batch {n}, dm {dm}, heads {heads} (depth {depth}), dff {dff}")
     for name in [k for k in args.kernels.split(",") if k]:
-        fn, nbytes, flops = kernels[name]
+        fn, nbytes, flops = benches[name]
         fn()
         s.synchronize()
         if args.once:

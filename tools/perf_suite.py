@@ -11,10 +11,11 @@ Sections (each prints a short table; DIR/perf.json gets every number):
              internals: warm-up, `batches` timed batches per size, first excluded) with the backend's
              device-event timer, plus the wall clock around `evaluate` (host work included);
   baseline   the same at a few sizes with the pre-issue-6 configuration (no graphs, simple attention,
-             scalar LayerNorm and activation kernels, GEMM tuning off) for before/after;
+             scalar LayerNorm kernel, GEMM tuning off) for before/after;
   host       host microseconds per batch in submit and collect (steady state, graphs on);
-  profile    NET:N: every kernel / GEMM of one forward at batch N recorded and re-timed alone (each op
-             replayed 20 times inside a hipGraph, timed with events), grouped by kind with time shares,
+  profile    NET:N: every kernel / GEMM of one forward at batch N recorded (the runtime's launch observer,
+             lc0_rocm.gpu.runtime.observe) and re-timed alone (each op replayed 20 times inside a
+             hipGraph, timed with events), grouped by kind with time shares,
              the FLOPs per position counted from the recorded GEMM and attention shapes, and the whole
              forward's graph time; with --baseline also the old kernels' times;
   torch      tools/torch_bench.py (eager, torch.compile) on the same nets written to DIR;
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -45,8 +45,7 @@ LC0_GIVEN = {  # lc0 cuda-fp16, one thread, H100 (given in issue 6, not measured
 GIVEN_GFLOP = {"bt4": 16.3, "t82": 8.85}  # per position, as given in the issue
 DATASHEET_TFLOPS = 989.4  # H100 SXM dense fp16 tensor peak (datasheet)
 RESULTS: dict = {}
-ABLATIONS = ("graph_capture=false", "attention=tiled", "attention=simple", "vector_ln=false", "side_stream=false",
-             "gemv=true", "gemm_tune=false")
+ABLATIONS = ("graph_capture=false", "attention=simple", "vector_ln=false", "side_stream=false", "gemm_tune=false")
 
 
 def log(msg: str) -> None:
@@ -120,9 +119,9 @@ def startpos(net):
 # ------------------------------------------------------------------ GEMM peak
 
 def gemm_peak(dev) -> dict:
-    from lc0_rocm.gpu.gemm import Gemm
-    from lc0_rocm.gpu.memory import DeviceBuffer
-    from lc0_rocm.gpu.stream import Event, Stream
+    from lc0_rocm.gpu.runtime.gemm import Gemm
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
+    from lc0_rocm.gpu.runtime.stream import Event, Stream
 
     res = {}
     s = Stream(dev)
@@ -238,8 +237,8 @@ def validate(name, net, opts: str, positions: int = 64) -> bool:
 
 def host_overhead(net, sizes) -> dict:
     from lc0_rocm.bench.backendbench import replicate
-    from lc0_rocm.gpu.device import get_device
-    from lc0_rocm.gpu.network import GpuNetwork, host_overhead_us
+    from lc0_rocm.gpu.runtime.device import get_device
+    from lc0_rocm.gpu.nn.network import GpuNetwork, host_overhead_us
 
     import cProfile
     import io
@@ -270,39 +269,25 @@ def host_overhead(net, sizes) -> dict:
 # ------------------------------------------------------------------ per-kernel profile
 
 class OpRecorder:
-    """Records every kernel launch and GEMM run issued inside the `with` block (and still runs them)."""
+    """Records every kernel launch and GEMM issued inside the `with` block (they still run), through the
+    runtime's launch observer; `replay(op, stream)` issues one again."""
 
     def __init__(self):
         self.ops = []
 
     def __enter__(self):
-        from lc0_rocm.gpu import gemm, kernel
+        from lc0_rocm.gpu.runtime.observe import observe
 
-        self._kl, self._pr = kernel.Kernel.launch, gemm._Plan.run
-        rec = self
-
-        def launch(k, grid, block, args=(), shared=0, stream=None):
-            rec.ops.append(("kernel", k, (grid, block, args, shared)))
-            return rec._kl(k, grid, block, args, shared, stream)
-
-        def run(plan, x, w, y, algo, stream, workspace=None):
-            rec.ops.append(("gemm", plan, (x, w, y, algo, workspace)))
-            return rec._pr(plan, x, w, y, algo, stream, workspace)
-
-        kernel.Kernel.launch, gemm._Plan.run = launch, run
+        self._ctx = observe(self.ops.append)
+        self._ctx.__enter__()
         return self
 
     def __exit__(self, *exc):
-        from lc0_rocm.gpu import gemm, kernel
+        return self._ctx.__exit__(*exc)
 
-        kernel.Kernel.launch, gemm._Plan.run = self._kl, self._pr
-
-    def replay(self, op, stream):
-        kind, obj, a = op
-        if kind == "kernel":
-            self._kl(obj, a[0], a[1], a[2], a[3], stream)
-        else:
-            self._pr(obj, a[0], a[1], a[2], a[3], stream, a[4])
+    @staticmethod
+    def replay(op, stream):
+        op.replay(stream)
 
 
 def gemm_roles(g) -> dict:
@@ -343,10 +328,10 @@ def gemm_roles(g) -> dict:
 
 
 def op_label(op, roles) -> str:
-    kind, obj, a = op
-    if kind == "gemm":
-        return f"gemm {roles.get((obj.n, obj.k), f'{obj.n}x{obj.k}')}"
-    name = obj.name
+    if op.kind == "gemm":
+        plan = op.target
+        return f"gemm {roles.get((plan.n, plan.k), f'{plan.n}x{plan.k}')}"
+    name = op.name
     for sfx in ("_f16", "_f32"):
         if name.endswith(sfx):
             name = name[: -len(sfx)]
@@ -354,16 +339,15 @@ def op_label(op, roles) -> str:
 
 
 def op_flops(op, n: int) -> float:
-    kind, obj, a = op
-    if kind == "gemm":
-        return 2.0 * obj.m * obj.n * obj.k
-    if obj.name.startswith("mha"):
-        grid = a[0]
-        heads = grid[0]
+    if op.kind == "gemm":
+        plan = op.target
+        return 2.0 * plan.m * plan.n * plan.k
+    if op.name.startswith("mha"):
+        heads, positions = op.grid[0], op.grid[1]
         # depth from the module options is not at hand; the qkv row stride (3*dm) and dm are arguments
-        dm = int(a[2][2])
+        dm = int(op.args[2])
         depth = dm // heads
-        return 4.0 * 64 * 64 * depth * heads * grid[1]
+        return 4.0 * 64 * 64 * depth * heads * positions
     return 0.0
 
 
@@ -377,17 +361,16 @@ def _arg_key(x):
 
 def time_ops(rec: OpRecorder, dev, reps: int = 20) -> list[float]:
     """Milliseconds of each recorded op alone (replayed `reps` times in one graph; identical ops timed once)."""
-    from lc0_rocm.gpu.stream import Event, Graph, Stream
+    from lc0_rocm.gpu.runtime.stream import Event, Graph, Stream
 
     s = Stream(dev)
     cache = {}
     times = []
     for op in rec.ops:
-        kind, obj, a = op
-        if kind == "gemm":
-            key = ("gemm", id(obj), a[0].ptr == a[2].ptr)
+        if op.kind == "gemm":
+            key = ("gemm", id(op.target), op.args[0].ptr == op.args[2].ptr)
         else:
-            key = ("kernel", id(obj), str(a[0]), str(a[1]), a[3], tuple(_arg_key(x) for x in a[2]))
+            key = ("kernel", id(op.target), op.grid, op.block, op.shared, tuple(_arg_key(x) for x in op.args))
         if key not in cache:
             try:
                 g = Graph.capture(s, lambda: [rec.replay(op, s) for _ in range(reps)])
@@ -417,64 +400,32 @@ def time_ops(rec: OpRecorder, dev, reps: int = 20) -> list[float]:
 
 
 def timeline(g, planes) -> dict:
-    """One batch's steps (as GpuNetwork.submit queues them, graphs replayed) with an event after each:
-    device milliseconds from the first event, and host microseconds of the two graph launches."""
-    from lc0_rocm.gpu.hiperr import hip_call
-    from lc0_rocm.gpu.network import HEADS_BYTES, IN_BYTES, POLICY_BYTES
-    from lc0_rocm.gpu.stream import Event
+    """One batch's steps as GpuNetwork.submit queues them (graphs replayed), an event recorded after each
+    through submit's `mark` hook: device milliseconds from the first event, and host microseconds of the
+    two graph launches (parts A and B)."""
+    from lc0_rocm.gpu.runtime.stream import Event
 
-    n = len(planes)
-    ga, gb = g._graphs[(n, True)]
-    slot = g.pool.acquire()
-    try:
-        m, v = slot.inputs(n)
-        np.copyto(m, planes.masks, casting="unsafe")
-        np.copyto(v, planes.values, casting="unsafe")
-        up, comp, dn, ws = g.upload_stream, g.ctx.stream, g.download_stream, g.ctx.ws
-        names = ["start", "h2d in", "d2d in", "graph A", "d2d policy", "graph B", "d2d heads", "d2h policy",
-                 "d2h heads"]
-        ev = {k: Event() for k in names}
-        ev["start"].record(up)
-        hip_call("hipMemcpyHtoDAsync", slot.dev_in.ptr, slot.pin_in.ptr, n * IN_BYTES, up.handle)
-        ev["h2d in"].record(up)
-        comp.wait(ev["h2d in"])
-        hip_call("hipMemcpyDtoDAsync", ws["input"].ptr, slot.dev_in.ptr, n * IN_BYTES, comp.handle)
-        ev["d2d in"].record(comp)
-        t0 = time.perf_counter()
-        ga.launch(comp)
-        t1 = time.perf_counter()
-        ev["graph A"].record(comp)
-        hip_call("hipMemcpyDtoDAsync", slot.dev_out.ptr, ws["policy"].ptr, n * POLICY_BYTES, comp.handle)
-        ev["d2d policy"].record(comp)
-        t2 = time.perf_counter()
-        gb.launch(comp)
-        t3 = time.perf_counter()
-        ev["graph B"].record(comp)
-        hip_call("hipMemcpyDtoDAsync", slot.dev_out.ptr + n * POLICY_BYTES, ws["heads"].ptr, n * HEADS_BYTES,
-                 comp.handle)
-        ev["d2d heads"].record(comp)
-        dn.wait(ev["d2d policy"])
-        hip_call("hipMemcpyDtoHAsync", slot.pin_out.ptr, slot.dev_out.ptr, n * POLICY_BYTES, dn.handle)
-        ev["d2h policy"].record(dn)
-        dn.wait(ev["d2d heads"])
-        hip_call("hipMemcpyDtoHAsync", slot.pin_out.ptr + n * POLICY_BYTES, slot.dev_out.ptr + n * POLICY_BYTES,
-                 n * HEADS_BYTES, dn.handle)
-        ev["d2h heads"].record(dn)
-        ev["d2h heads"].synchronize()
-        comp.synchronize()
-        out = {k: ev["start"].elapsed_ms(ev[k]) for k in names[1:]}
-        out["host_launch_A_us"], out["host_launch_B_us"] = 1e6 * (t1 - t0), 1e6 * (t3 - t2)
-        return out
-    finally:
-        g.pool.release(slot)
+    events, host = {}, {}
+
+    def mark(step, stream):
+        host[step] = time.perf_counter()
+        events[step] = Event().record(stream)
+
+    start = Event().record(g.upload_stream)
+    out = g.collect(g.submit(planes, mark=mark))
+    del out
+    g.ctx.stream.synchronize()
+    res = {k: start.elapsed_ms(e) for k, e in events.items()}
+    res["host_launch_A_us"] = 1e6 * (host["part A"] - host["d2d in"])
+    res["host_launch_B_us"] = 1e6 * (host["part B"] - host["d2d policy"])
+    return res
 
 
 def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
     from lc0_rocm.bench.backendbench import replicate
-    from lc0_rocm.gpu import ops as gops
-    from lc0_rocm.gpu.device import get_device
-    from lc0_rocm.gpu.network import GpuNetwork
-    from lc0_rocm.gpu.stream import Event
+    from lc0_rocm.gpu.runtime.device import get_device
+    from lc0_rocm.gpu.nn.network import GpuNetwork
+    from lc0_rocm.gpu.runtime.stream import Event
 
     dev = get_device(0)
     planes = replicate(startpos(net), n)
@@ -486,12 +437,11 @@ def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
         kw_new["mha_variant"] = o["attention"]
     if o.get("vector_ln") == "false":
         kw_new["vector_ln"] = False
-    configs = [("new", kw_new, True)]
+    configs = [("new", kw_new)]
     if baseline:
-        configs.append(("old kernels", dict(mha_variant="simple", vector_ln=False, side_stream=False), False))
+        configs.append(("old kernels", dict(mha_variant="simple", vector_ln=False, side_stream=False)))
     result = {}
-    for label, kw, vec_act in configs:
-        gops.VECTOR_ACT = vec_act
+    for label, kw in configs:
         g = GpuNetwork(net, dev, "f16", max_batch=n, graphs=True, **kw)
         try:
             g.evaluate(planes)  # eager: plans, tuning; captures the graphs
@@ -528,7 +478,7 @@ def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
             groups[lab][1] += 1
         total = sum(times)
         flops = sum(op_flops(op, n) for op in rec.ops) / n
-        gemm_ms = sum(t for op, t in zip(rec.ops, times) if op[0] == "gemm")
+        gemm_ms = sum(t for op, t in zip(rec.ops, times) if op.kind == "gemm")
         log(f"  profile {name} batch {n} [{label}]: {len(rec.ops)} ops, sum of ops {total:.3f} ms, graph forward "
             f"{graph_ms:.3f} ms, evaluate (device, with transfers) {dev_s * 1e3:.3f} ms; "
             f"{flops / 1e9:.2f} GFLOP/position counted; GEMMs {100 * gemm_ms / total:.1f}% of op time")
@@ -538,7 +488,6 @@ def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
         result[label] = dict(ops=len(rec.ops), sum_ms=total, graph_ms=graph_ms, evaluate_ms=dev_s * 1e3, timeline=tl,
                              gflop_per_pos=flops / 1e9,
                              groups={lab: {"ms": t, "count": c, "share": t / total} for lab, (t, c) in rows})
-    gops.VECTOR_ACT = True
     return result
 
 
@@ -593,7 +542,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("LC0_ROCM_CACHE", str(Path("/tmp/lc0-rocm-cache")))
 
-    from lc0_rocm.gpu.device import get_device
+    from lc0_rocm.gpu.runtime.device import get_device
 
     dev = get_device(0)
     log(f"device: {dev.describe()}; {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
@@ -619,18 +568,13 @@ def main() -> int:
             log(f"net {name}: built in {time.time() - t0:.1f} s")
             base_opts = args.opts
             if not validate(name, net, base_opts):
-                base_opts = ",".join(x for x in (args.opts, "attention=tiled") if x)
-                if not validate(name, net, base_opts):
-                    base_opts = ",".join(x for x in (args.opts, "attention=simple,vector_ln=false") if x)
+                base_opts = ",".join(x for x in (args.opts, "attention=simple,vector_ln=false") if x)
                 log(f"  benchmarking {name} with {base_opts!r} instead")
             RESULTS.setdefault("validated_opts", {})[name] = base_opts
             smi.mark(f"bench {name}")
             RESULTS.setdefault("bench", []).extend(bench_net(name, net, sizes + extra, args.batches, base_opts, "new"))
             if args.baseline:
                 os.environ["LC0_ROCM_GEMM_TUNE"] = "0"
-                from lc0_rocm.gpu import ops as gops
-
-                gops.VECTOR_ACT = False
                 try:
                     RESULTS["bench"].extend(bench_net(
                         name, net, [int(x) for x in args.baseline_sizes.split(",")], args.batches,
@@ -638,7 +582,6 @@ def main() -> int:
                         "gemm_tune=false", "baseline"))
                 finally:
                     os.environ.pop("LC0_ROCM_GEMM_TUNE", None)
-                    gops.VECTOR_ACT = True
             if args.ablation:
                 smi.mark(f"ablation {name}")
                 ab_sizes = [int(x) for x in args.ablation.split(",")]

@@ -13,7 +13,7 @@ warm-up run):
 
   --replay       pure Python cost per playout: the searches are first run once with the real backend
                  while every batch's outputs are recorded, then run again against a backend that
-                 replays the recording (no network work; the search is deterministic, so it asks for
+                 replays the recording (lc0_rocm.backends.replay) (no network work; the search is deterministic, so it asks for
                  exactly the recorded batches). Reports µs per playout and the batches that were not
                  in the recording (must be 0). --save FILE / --load FILE keep a recording (.npz).
       python3 tools/search_bench.py --weights ../shared/weights/maia-1900.pb.gz --backend cpu --replay
@@ -44,8 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from lc0_rocm.backends.base import Backend, NetOutputs  # noqa: E402
+from lc0_rocm.backends.base import Backend  # noqa: E402
 from lc0_rocm.backends.factory import BACKEND_NAMES  # noqa: E402
+from lc0_rocm.backends.replay import RecordingBackend, ReplayBackend, load_recording, save_recording  # noqa: E402
 
 # (start FEN or None, UCI moves): opening, middlegames, a sharp tactical position, an endgame.
 POSITIONS = [
@@ -55,98 +56,6 @@ POSITIONS = [
     ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", []),
     ("8/5pk1/6p1/3R4/8/6P1/5PK1/2r5 b - - 4 40", []),
 ]
-
-
-# --------------------------------------------------------------------------------------------
-# Recording and replaying network outputs
-
-
-def _digest(planes) -> bytes:
-    return planes.masks.tobytes() + planes.values.tobytes() + planes.transforms.tobytes()
-
-
-def _copy_outputs(out: NetOutputs) -> NetOutputs:
-    c = lambda a: None if a is None else np.array(a, dtype=np.float32, copy=True)  # noqa: E731
-    return NetOutputs(policy=c(out.policy), wdl=c(out.wdl), q=c(out.q), d=c(out.d), mlh=c(out.mlh))
-
-
-class RecordingBackend(Backend):
-    """The real backend (synchronous evaluate), keeping every batch's planes and outputs."""
-
-    def __init__(self, inner: Backend):
-        super().__init__(inner.net)
-        self.inner = inner
-        self.name = inner.name
-        self.batches: dict[bytes, NetOutputs] = {}
-
-    @property
-    def max_batch(self) -> int:
-        return self.inner.max_batch
-
-    def evaluate(self, planes):
-        out = _copy_outputs(self.inner.evaluate(planes))
-        self.batches[_digest(planes)] = out
-        return out
-
-
-class ReplayBackend(Backend):
-    """Answers each batch with its recorded outputs, asynchronously like a GPU backend (submit looks the
-    batch up on the caller's thread, collect returns it): the search does all its own work and nothing
-    else. An unknown batch (never expected) gets the first recorded rows and is counted in `misses`."""
-
-    name = "replay"
-
-    def __init__(self, net, batches: dict[bytes, NetOutputs], max_batch: int):
-        super().__init__(net)
-        self.batches = batches
-        self._max_batch = max_batch
-        self.misses = 0
-        self.seconds = 0.0
-        self._any = next(iter(batches.values()))
-
-    @property
-    def max_batch(self) -> int:
-        return self._max_batch
-
-    def evaluate(self, planes):
-        return self.collect(self.submit(planes))
-
-    def submit(self, planes):
-        t0 = time.perf_counter()
-        out = self.batches.get(_digest(planes))
-        if out is None or len(out) != len(planes):
-            self.misses += 1
-            n = len(planes)
-            a = self._any
-            reps = -(-n // len(a))
-            pick = lambda x: None if x is None else np.concatenate([x] * reps)[:n]  # noqa: E731
-            out = NetOutputs(policy=pick(a.policy), wdl=pick(a.wdl), q=pick(a.q), d=pick(a.d), mlh=pick(a.mlh))
-        self.seconds += time.perf_counter() - t0
-        return out
-
-    def collect(self, handle):
-        return handle
-
-
-def save_recording(path: str, batches: dict[bytes, NetOutputs]) -> None:
-    arrays = {}
-    for i, (key, out) in enumerate(batches.items()):
-        arrays[f"k{i}"] = np.frombuffer(key, dtype=np.uint8)
-        for field in ("policy", "wdl", "q", "d", "mlh"):
-            v = getattr(out, field)
-            if v is not None:
-                arrays[f"{field}{i}"] = v
-    np.savez_compressed(path, count=np.array(len(batches)), **arrays)
-
-
-def load_recording(path: str) -> dict[bytes, NetOutputs]:
-    z = np.load(path)
-    out = {}
-    for i in range(int(z["count"])):
-        get = lambda f: z[f"{f}{i}"] if f"{f}{i}" in z.files else None  # noqa: E731
-        out[z[f"k{i}"].tobytes()] = NetOutputs(policy=get("policy"), wdl=get("wdl"), q=get("q"), d=get("d"),
-                                               mlh=get("mlh"))
-    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -69,7 +69,8 @@ def build_model(net: NetDescription, dtype, device, attention: str = "sdpa"):
     import torch.nn.functional as F
     from torch import nn
 
-    from lc0_rocm import reference
+    from lc0_rocm.encoding.policy_map import ATTENTION_POLICY_GATHER, CONV_POLICY_GATHER_SQUARE_MAJOR
+    from lc0_rocm.encoding.pos_encoding import pos_encoding_table
 
     def tensor(a, dt=dtype):
         return torch.from_numpy(np.array(a, dtype=np.float32, copy=True)).to(device=device, dtype=dt)
@@ -218,7 +219,7 @@ def build_model(net: NetDescription, dtype, device, attention: str = "sdpa"):
             self.emb_ffn = FFN(b.emb_ffn) if b.emb_ffn is not None else None
             self.emb_ffn_ln = LN(b.emb_ffn_ln) if b.emb_ffn_ln is not None else None
             self.register_buffer("global_wt", tensor(b.smolgen_global.T) if b.smolgen_global is not None else None)
-            self.register_buffer("pos_table", tensor(reference.pos_encoding_table()))
+            self.register_buffer("pos_table", tensor(pos_encoding_table()))
             self.encoders = nn.ModuleList(Encoder(e, b.alpha) for e in b.encoders)
 
         def forward(self, planes, tower_tokens):  # planes [N, 64, 112] square-major
@@ -258,7 +259,7 @@ def build_model(net: NetDescription, dtype, device, attention: str = "sdpa"):
             self.encoders = nn.ModuleList(Encoder(e, 1.0) for e in h.encoders)
             self.wq, self.wk = Linear(h.wq), Linear(h.wk)
             self.register_buffer("ppo_t", tensor(h.ppo.T))
-            self.register_buffer("gather", torch.from_numpy(np.array(reference.attention_policy_gather())).to(device))
+            self.register_buffer("gather", torch.from_numpy(np.array(ATTENTION_POLICY_GATHER, dtype=np.int64)).to(device))
 
         def forward(self, tokens):
             n = tokens.shape[0]
@@ -277,7 +278,7 @@ def build_model(net: NetDescription, dtype, device, attention: str = "sdpa"):
         def __init__(self, h: ConvPolicyHead):
             super().__init__()
             self.c1, self.c2, self.activation = Conv2d(h.conv1), Conv2d(h.conv2), h.activation
-            self.register_buffer("gather", torch.from_numpy(np.array(reference.conv_policy_gather())).to(device))
+            self.register_buffer("gather", torch.from_numpy(np.array(CONV_POLICY_GATHER_SQUARE_MAJOR, dtype=np.int64)).to(device))
 
         def forward(self, tokens):
             z = self.c2(act(self.activation, self.c1(to_nchw(tokens))))  # [N, 80, 8, 8]

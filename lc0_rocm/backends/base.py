@@ -1,6 +1,7 @@
-"""The one interface every backend implements, and the outputs it returns.
+"""The one interface every backend implements.
 
-Search and tools see only this: `evaluate(PackedPlanes) -> NetOutputs`, and the asynchronous pair
+Search and tools see only this: `evaluate(PackedPlanes) -> NetOutputs` (both types live in
+`lc0_rocm.encoding`: `packed.PackedPlanes`, `outputs.NetOutputs`), and the asynchronous pair
 `submit(planes) -> handle` / `collect(handle) -> NetOutputs` (the default pair evaluates inside
 `submit`; a backend that can work while its caller does something else, such as a GPU, overrides
 both, and `is_async` tells which kind a backend is). Outputs are per position,
@@ -11,25 +12,12 @@ softmaxed, not masked), Q = W - L (or tanh value), D, and moves-left (0 without 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Optional
 
-import numpy as np
-
+from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
 from ..net.description import NetDescription
 
-
-@dataclass(frozen=True)
-class NetOutputs:
-    policy: np.ndarray  # float32 [N, 1858] raw logits
-    wdl: Optional[np.ndarray]  # float32 [N, 3] probabilities (W, D, L), or None for tanh-value nets
-    q: np.ndarray  # float32 [N]: W - L, or the tanh value
-    d: np.ndarray  # float32 [N]: draw probability (0 for tanh-value nets)
-    mlh: Optional[np.ndarray]  # float32 [N] moves left, or None when the net has no MLH head
-
-    def __len__(self) -> int:
-        return self.policy.shape[0]
+__all__ = ["Backend", "NetOutputs"]  # NetOutputs: re-exported, it is what every backend returns
 
 
 class Backend(ABC):

@@ -14,10 +14,11 @@ import os
 import numpy as np
 
 from .. import blas_threads
+from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
 from ..net.description import NetDescription
 from ..reference import Reference
-from .base import Backend, NetOutputs
+from .base import Backend
 
 DEFAULT_CHUNK = 64
 
@@ -46,16 +47,12 @@ class CpuBackend(Backend):
         return 1 << 20  # any batch: split internally
 
     def evaluate(self, planes: PackedPlanes) -> NetOutputs:
-        n = len(planes)
-        if n == 0:
-            return _empty(self.net, self.mlh)
-        parts = []
+        with_mlh = self.mlh and self.net.moves_left is not None
+        if len(planes) == 0:
+            return NetOutputs.empty(self.net.has_wdl, with_mlh)
         with blas_threads.limit(self.threads):
-            for start in range(0, n, self.chunk):
-                stop = min(n, start + self.chunk)
-                sub = PackedPlanes(planes.masks[start:stop], planes.values[start:stop], planes.transforms[start:stop])
-                parts.append(self._ref.forward(sub))
-        return _to_float32(parts, self.mlh and self.net.moves_left is not None)
+            parts = [self._ref.forward(piece) for piece in planes.chunks(self.chunk)]
+        return NetOutputs.concat(parts).astype(np.float32, mlh=with_mlh)
 
 
 def default_threads() -> int | None:
@@ -63,28 +60,3 @@ def default_threads() -> int | None:
     if os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS"):
         return None
     return 1
-
-
-def _to_float32(parts: list[NetOutputs], with_mlh: bool) -> NetOutputs:
-    def cat(get):
-        return np.ascontiguousarray(np.concatenate([get(p) for p in parts]), dtype=np.float32)
-
-    has_wdl = parts[0].wdl is not None
-    return NetOutputs(
-        policy=cat(lambda p: p.policy),
-        wdl=cat(lambda p: p.wdl) if has_wdl else None,
-        q=cat(lambda p: p.q),
-        d=cat(lambda p: p.d),
-        mlh=cat(lambda p: p.mlh) if with_mlh else None,
-    )
-
-
-def _empty(net: NetDescription, mlh: bool) -> NetOutputs:
-    z = np.zeros(0, dtype=np.float32)
-    return NetOutputs(
-        policy=np.zeros((0, 1858), dtype=np.float32),
-        wdl=np.zeros((0, 3), dtype=np.float32) if net.has_wdl else None,
-        q=z,
-        d=z.copy(),
-        mlh=z.copy() if mlh and net.has_moves_left else None,
-    )

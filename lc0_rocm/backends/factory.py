@@ -21,6 +21,7 @@ pass `head_options(opts)` to `load_net`; create_backend only checks the net matc
 (true/false: false drops the moves-left output), `batch_size` (cpu: positions per numpy chunk),
 `threads` (cpu: BLAS threads, default 1).
 Other keys are passed to the GPU backend untouched and ignored by the cpu backend, as lc0 does.
+Options and their values are parsed by `options` (one parser for every backend).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ import sys
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ..errors import BackendError
+from .options import bool_option, int_option, parse_backend_options
+
+__all__ = ["BACKEND_NAMES", "DEFAULT_BACKEND", "check_backend_name", "create_backend", "gpu_usable", "head_options",
+           "parse_backend_options"]
 
 if TYPE_CHECKING:  # kept light: the command line imports the names without numpy
     from ..net.description import NetDescription
@@ -40,43 +45,10 @@ DEFAULT_BACKEND = "auto"
 _ROCM_PRECISION = {"rocm": "fp32", "rocm-fp16": "fp16", "rocm-auto": "auto"}
 
 
-def parse_backend_options(options: str) -> dict[str, str]:
-    """Parse "key=value,key2=value2" (spaces around items ignored; empty string → {}).
-
-    An item without "=" after a key=value item continues that value as a list, so that
-    "gpus=0,1,policy_head=vanilla" gives {"gpus": "0,1", "policy_head": "vanilla"}.
-    """
-    result: dict[str, str] = {}
-    last_key = None
-    for item in (options or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        key, sep, value = item.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep and last_key is not None:
-            result[last_key] += "," + item
-            continue
-        if not sep or not key:
-            raise BackendError(f"bad backend option {item!r}: expected key=value")
-        result[key] = value
-        last_key = key
-    return result
-
-
 def head_options(options: str | dict) -> dict[str, str]:
     """The `policy_head` / `value_head` keyword arguments for `load_net` found in the options."""
     opts = parse_backend_options(options) if isinstance(options, str) else options
     return {k: opts[k] for k in ("policy_head", "value_head") if k in opts}
-
-
-def _parse_bool(key: str, value: str) -> bool:
-    v = value.lower()
-    if v in ("true", "1", "yes", "on"):
-        return True
-    if v in ("false", "0", "no", "off"):
-        return False
-    raise BackendError(f"backend option {key}={value!r}: expected true or false")
 
 
 def _check_heads(net: NetDescription, opts: dict[str, str]) -> None:
@@ -125,22 +97,10 @@ def _create_rocm(name: str, net: NetDescription, opts: dict[str, str]) -> Backen
 def _create_cpu(net: NetDescription, opts: dict[str, str]) -> Backend:
     from .cpu import DEFAULT_CHUNK, CpuBackend
 
-    chunk = _parse_positive(opts, "batch_size", DEFAULT_CHUNK)
-    threads = _parse_positive(opts, "threads", None)
-    mlh = _parse_bool("mlh", opts["mlh"]) if "mlh" in opts else True
+    chunk = int_option(opts, "batch_size", DEFAULT_CHUNK)
+    threads = int_option(opts, "threads", None)
+    mlh = bool_option(opts, "mlh", True)
     return CpuBackend(net, chunk=chunk, mlh=mlh, threads=threads)
-
-
-def _parse_positive(opts: dict[str, str], key: str, default):
-    if key not in opts:
-        return default
-    try:
-        value = int(opts[key])
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise BackendError(f"backend option {key}={opts[key]!r}: expected a positive integer")
-    return value
 
 
 def check_backend_name(name: str) -> None:
@@ -162,8 +122,7 @@ def create_backend(name: str, net: NetDescription, options: str = "",
     check_backend_name(name)
     opts = parse_backend_options(options)
     _check_heads(net, opts)
-    if "mlh" in opts:
-        _parse_bool("mlh", opts["mlh"])
+    bool_option(opts, "mlh", True)  # checked here for every backend
     if name == "cpu":
         return _create_cpu(net, opts)
     if name == "auto":

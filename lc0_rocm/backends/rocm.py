@@ -1,7 +1,8 @@
 """The GPU backends `rocm` (fp32), `rocm-fp16` and `rocm-auto` (fp16 where the device has fast fp16).
 
-A thin `Backend` over `lc0_rocm.gpu.network.GpuNetwork` (one device) or `lc0_rocm.gpu.multi.MultiGpuNetwork`
-(several); imported by the backend factory only when a GPU backend is asked for. Backend options (lc0 style,
+A thin `Backend` over `lc0_rocm.gpu.nn.network.GpuNetwork` (one device) or
+`lc0_rocm.gpu.nn.multi.MultiGpuNetwork` (several); imported by the backend factory only when a GPU
+backend is asked for, and the only module outside `lc0_rocm.gpu` that imports it. Backend options (lc0 style,
 "key=value,..."):
   `gpu` (device index, default 0) or `gpus` (device list, lc0's demux: "gpus=0,1" or "gpus=0:1" splits every batch
   across the devices, one runner per entry; a device may repeat; "," also separates the list where the
@@ -12,10 +13,10 @@ A thin `Backend` over `lc0_rocm.gpu.network.GpuNetwork` (one device) or `lc0_roc
   and replayed); `graph_precapture` (N: run and capture batch sizes 1..N at start, default 0);
   `buckets` (true/false, default true: a batch runs at the next of a few sizes, 1..8, then steps of
   8 / 32 / 64, so a search meets prepared graphs; `prepare(n)` runs them all once);
-  `attention` (auto, simple, tiled or t128: the attention kernel; auto = t128 where it applies); `vector_ln` (true/false, default true: the
-  16-byte-access LayerNorm kernel where widths allow); `side_stream` (true/false, default true: smolgen
-  runs on a second stream beside Q|K|V at batches of at most 64); `gemv` (true/false, default false:
-  gemv.hip for dense layers of at most 8 rows instead of hipBLASLt, measured slower on H100); `gemm_tune` (true/false, default true: time the hipBLASLt
+  `attention` (auto, simple or t128: the attention kernel; auto = t128 where it applies, simple for head
+  depths t128 cannot serve); `vector_ln` (true/false, default true: the 16-byte-access LayerNorm kernel
+  where widths allow); `side_stream` (true/false, default true: smolgen runs on a second stream beside
+  Q|K|V at batches of at most 64); `gemm_tune` (true/false, default true: time the hipBLASLt
   heuristic's candidates once per shape and keep the fastest, cached on disk per device; false takes the
   heuristic's first choice; LC0_ROCM_GEMM_TUNE=0 also turns it off).
 Besides `evaluate`, the backend has an asynchronous pair for a search that keeps batches in flight:
@@ -29,10 +30,13 @@ from __future__ import annotations
 
 import threading
 
+from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
 from ..errors import BackendError, Lc0RocmError
+from ..gpu.nn.kernels import MHA_VARIANTS
 from ..net.description import NetDescription
-from .base import Backend, NetOutputs
+from .base import Backend
+from .options import bool_option, choice_option, int_option
 
 DEFAULT_MAX_BATCH = 1024
 # gfx archs without packed/fast fp16 math (pre-Vega GCN); everything newer, and NVIDIA sm_53+, has it
@@ -42,7 +46,7 @@ _SLOW_FP16_ARCHS = ("gfx801", "gfx802", "gfx803", "gfx805", "gfx810")
 def gpu_available() -> bool:
     """True when hip-python finds a usable device (never raises)."""
     try:
-        from ..gpu.device import gpu_available as probe
+        from ..gpu.runtime.device import gpu_available as probe
     except Exception:
         return False
     ok, _ = probe()
@@ -59,32 +63,9 @@ def fp16_is_fast(arch: str) -> bool:
     return False
 
 
-def _int_option(opts: dict, key: str, default: int, minimum: int) -> int:
-    if key not in opts:
-        return default
-    try:
-        value = int(opts[key])
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise BackendError(f"backend option {key}={opts[key]!r}: expected an integer >= {minimum}")
-    return value
-
-
-def _bool_option(opts: dict, key: str, default: bool) -> bool:
-    if key not in opts:
-        return default
-    v = opts[key].strip().lower()
-    if v in ("true", "1", "yes", "on"):
-        return True
-    if v in ("false", "0", "no", "off"):
-        return False
-    raise BackendError(f"backend option {key}={opts[key]!r}: expected true or false")
-
-
 def _gpu_list(opts: dict) -> list[int]:
     if "gpus" not in opts:
-        return [_int_option(opts, "gpu", 0, 0)]
+        return [int_option(opts, "gpu", 0, minimum=0)]
     items = [x.strip() for x in opts["gpus"].replace(":", ",").split(",") if x.strip()]
     try:
         gpus = [int(x) for x in items]
@@ -93,9 +74,6 @@ def _gpu_list(opts: dict) -> list[int]:
     if not gpus or min(gpus) < 0:
         raise BackendError(f"backend option gpus={opts['gpus']!r}: expected device indices like 0,1")
     return gpus
-
-
-_ATTENTION = ("auto", "simple", "tiled", "t128")
 
 
 class RocmBackend(Backend):
@@ -107,24 +85,21 @@ class RocmBackend(Backend):
         if precision not in ("fp32", "fp16", "auto"):
             raise BackendError(f"unknown precision {precision!r} (fp32, fp16, auto)")
         gpus = _gpu_list(opts)
-        self._max_batch = _int_option(opts, "max_batch", DEFAULT_MAX_BATCH, 1)
-        self.mlh = _bool_option(opts, "mlh", True)
-        graphs = _bool_option(opts, "graph_capture", True)
-        precapture = _int_option(opts, "graph_precapture", 0, 0)
-        vector_ln = _bool_option(opts, "vector_ln", True)
-        side_stream = _bool_option(opts, "side_stream", True)
-        gemv = _bool_option(opts, "gemv", False)
-        gemm_tune = _bool_option(opts, "gemm_tune", True)
-        buckets = _bool_option(opts, "buckets", True)
-        attention = opts.get("attention", "auto").strip().lower()
-        if attention not in _ATTENTION:
-            raise BackendError(f"backend option attention={opts['attention']!r}: expected one of {', '.join(_ATTENTION)}")
+        self._max_batch = int_option(opts, "max_batch", DEFAULT_MAX_BATCH)
+        self.mlh = bool_option(opts, "mlh", True)
+        graphs = bool_option(opts, "graph_capture", True)
+        precapture = int_option(opts, "graph_precapture", 0, minimum=0)
+        vector_ln = bool_option(opts, "vector_ln", True)
+        side_stream = bool_option(opts, "side_stream", True)
+        gemm_tune = bool_option(opts, "gemm_tune", True)
+        buckets = bool_option(opts, "buckets", True)
+        attention = choice_option(opts, "attention", MHA_VARIANTS, "auto")
         self.network = None
         self._lock = threading.Lock()  # guards close() against a concurrent start of an evaluation
         try:
-            from ..gpu.device import get_device
-            from ..gpu.multi import MultiGpuNetwork
-            from ..gpu.network import GpuNetwork
+            from ..gpu.nn.multi import MultiGpuNetwork
+            from ..gpu.nn.network import GpuNetwork
+            from ..gpu.runtime.device import get_device
 
             devices = [get_device(i) for i in gpus]
             self.device = devices[0]
@@ -133,7 +108,7 @@ class RocmBackend(Backend):
             self.precision = precision
             self.name = "rocm-fp16" if precision == "fp16" else "rocm"
             dtype = "f16" if precision == "fp16" else "f32"
-            kw = dict(graphs=graphs, mha_variant=attention, vector_ln=vector_ln, side_stream=side_stream, gemv=gemv,
+            kw = dict(graphs=graphs, mha_variant=attention, vector_ln=vector_ln, side_stream=side_stream,
                       gemm_tune=gemm_tune, buckets=buckets)
             if len(devices) == 1:
                 self.network = GpuNetwork(net, self.device, dtype, self._max_batch, **kw)

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Protocol, runtime_checkable
+from typing import Callable, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..backends.base import Backend, NetOutputs
+from ..backends.base import Backend
+from ..encoding.outputs import NetOutputs
 from ..encoding.history import History
 from ..encoding.packed import NUM_PLANES, PackedPlanes
 from .stats import SizeStats, size_stats, with_extra
@@ -154,16 +155,6 @@ def timer_kind(backend: Backend, primary: str = "wall") -> str:
     return "device" if primary == "device" and has_device_timer(backend) else "wall"
 
 
-def _pieces(planes: PackedPlanes, limit: int) -> Iterator[PackedPlanes]:
-    n = len(planes)
-    if n <= limit:
-        yield planes
-        return
-    for s in range(0, n, limit):
-        e = min(n, s + limit)
-        yield PackedPlanes(planes.masks[s:e], planes.values[s:e], planes.transforms[s:e])
-
-
 def _limit(backend: Backend) -> int:
     return max(1, int(getattr(backend, "max_batch", MAX_BATCH_SIZE)))
 
@@ -180,11 +171,11 @@ def batch_timer(backend: Backend, encoder: Callable[[int], PackedPlanes],
         planes = encoder(n)
         if device:
             seconds = 0.0
-            for p in _pieces(planes, limit):
+            for p in planes.chunks(limit):
                 seconds += float(backend.evaluate_timed(p)[1])
         else:
             seconds = None
-            for p in _pieces(planes, limit):
+            for p in planes.chunks(limit):
                 backend.evaluate(p)
         return BatchTime(clock() - t0, seconds)
 
@@ -212,13 +203,13 @@ def make_timer(backend: Backend, clock: Callable[[], float] = time.perf_counter)
     if has_device_timer(backend):
 
         def timed(planes: PackedPlanes) -> float:
-            return sum(float(backend.evaluate_timed(p)[1]) for p in _pieces(planes, limit))
+            return sum(float(backend.evaluate_timed(p)[1]) for p in planes.chunks(limit))
 
     else:
 
         def timed(planes: PackedPlanes) -> float:
             total = 0.0
-            for p in _pieces(planes, limit):
+            for p in planes.chunks(limit):
                 t0 = clock()
                 backend.evaluate(p)
                 total += clock() - t0

@@ -15,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from ..default_net import default_net_path
     from ..net.describe import describe
-    from ..net.loader import load_net
+    from ..api import load_net  # the loader plus the start-position proof
 
     path = args.file or args.weights or default_net_path()
     net = load_net(path, policy_head=args.policy_head, value_head=args.value_head)

@@ -21,7 +21,7 @@ def run(args) -> int:
 
     from ..default_net import default_net_path
     from ..errors import Lc0RocmError
-    from ..net.loader import load_net
+    from ..api import load_net  # the loader plus the start-position proof
     from ..onnx_export import export_onnx
 
     out = Path(args.out)

@@ -251,19 +251,6 @@ def search_bestmoves(backend, net, boards, nodes: int, minibatch: int) -> list:
 
 
 def _evaluate(backend, planes, batch: int):
-    from ..backends.base import NetOutputs
-    from ..encoding.packed import PackedPlanes
-    import numpy as np
+    from ..encoding.outputs import NetOutputs
 
-    parts = []
-    for start in range(0, len(planes), batch):
-        stop = min(len(planes), start + batch)
-        parts.append(backend.evaluate(PackedPlanes(planes.masks[start:stop], planes.values[start:stop],
-                                                   planes.transforms[start:stop])))
-
-    def cat(get):
-        arrs = [get(p) for p in parts]
-        return None if arrs[0] is None else np.concatenate(arrs)
-
-    return NetOutputs(policy=cat(lambda p: p.policy), wdl=cat(lambda p: p.wdl), q=cat(lambda p: p.q),
-                      d=cat(lambda p: p.d), mlh=cat(lambda p: p.mlh))
+    return NetOutputs.concat([backend.evaluate(piece) for piece in planes.chunks(batch)])

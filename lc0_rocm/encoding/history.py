@@ -4,7 +4,7 @@ Each `PositionState` keeps what the encoder needs of one position, in absolute (
 coordinates: the twelve piece bitboards, side to move, castling rights (as python-chess rook
 squares), lc0's en-passant flag, the rule-50 half-move count and the repetition count.
 
-lc0 rules reproduced here (lc0-facts §6.3):
+lc0 rules reproduced here (`src/chess/position.cc`: `Position`, `PositionHistory::ComputeLastMoveRepetitions`):
 * En-passant flag: after a double pawn push it is set only if an enemy pawn stands right next to
   the pushed pawn (a pseudo-legal capture; pins are ignored). For the first position it is the
   FEN's en-passant field (already validated by `position.parse_position`).

@@ -1,6 +1,6 @@
 """Turn raw policy logits into move probabilities over the legal moves of a board.
 
-lc0 (NetworkAsBackend::SoftmaxPolicy, lc0-facts §7.1): x_m = logit[index(m, transform)] for each legal
+lc0 (`src/neural/wrapper.cc: NetworkAsBackend::SoftmaxPolicy`): x_m = logit[index(m, transform)] for each legal
 move, p_m = exp((x_m - max x) / T) / sum, with T = PolicyTemperature (UCI default 1.359) and exp
 replaced by the approximate FastExp, all in float32 with the sum accumulated in move order. The
 Python bindings' `Output.p_softmax` is the same with T = 1.

@@ -4,11 +4,15 @@ This is the form lc0 uploads to a GPU (and the form the GPU kernels expand): pla
 is `values[n, p]` on every square whose bit is set in `masks[n, p]` (bit i = square i, a1 = 0), 0.0
 elsewhere. `transforms[n]` is the canonical transform (bits: 1 flip, 2 mirror, 4 transpose) applied
 to that position's planes; the policy of that position must be read through the same transform.
+
+A batch larger than a backend takes at once is cut with `chunks(size)` (pieces of at most `size`)
+or `split(sizes)` (pieces of the given sizes); `NetOutputs.concat` joins the pieces' outputs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -29,6 +33,29 @@ class PackedPlanes:
 
     def __len__(self) -> int:
         return self.masks.shape[0]
+
+    def rows(self, start: int, stop: int) -> "PackedPlanes":
+        """Positions start..stop-1 (views, no copy); the whole batch is returned as is."""
+        if start == 0 and stop >= len(self):
+            return self
+        return PackedPlanes(self.masks[start:stop], self.values[start:stop], self.transforms[start:stop])
+
+    def split(self, sizes: Iterable[int]) -> Iterator["PackedPlanes"]:
+        """Consecutive pieces of the given sizes (views), in order."""
+        start = 0
+        for size in sizes:
+            yield self.rows(start, start + size)
+            start += size
+
+    def chunks(self, size: int) -> Iterator["PackedPlanes"]:
+        """Consecutive pieces of at most `size` positions (views; one piece, the batch itself, if it fits)."""
+        if size < 1:
+            raise ValueError(f"chunk size must be >= 1, got {size}")
+        if len(self) <= size:
+            yield self
+            return
+        for start in range(0, len(self), size):
+            yield self.rows(start, start + size)
 
     @staticmethod
     def concat(items: "list[PackedPlanes]") -> "PackedPlanes":

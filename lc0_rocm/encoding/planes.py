@@ -2,8 +2,8 @@
 
 Input formats (lc0 `NetworkFormat.InputFormat`): 1 CLASSICAL_112_PLANE, 2 WITH_CASTLING_PLANE,
 3 WITH_CANONICALIZATION, 4 ..._HECTOPLIES, 132 ..._HECTOPLIES_ARMAGEDDON, 5 ..._V2,
-133 ..._V2_ARMAGEDDON. Layout and rules: lc0-facts §6 (bit-exact with lc0 0.32.1's
-EncodePositionForNN, checked by tests/test_encoding_oracle.py):
+133 ..._V2_ARMAGEDDON. Layout and rules: lc0's `src/neural/encoder.cc: EncodePositionForNN` (bit-exact
+with lc0 0.32.1, checked by tests/test_encoding_oracle.py):
 
 * planes 13*i + k, history slot i = 0..7 (0 = now), k = 0..5 our P N B R Q K, 6..11 theirs,
   12 repetition; every slot is drawn in the CURRENT side to move's frame (ranks flipped when black
@@ -16,7 +16,7 @@ EncodePositionForNN, checked by tests/test_encoding_oracle.py):
 
 One deliberate difference: for V2 formats, FillEmptyHistory fen_only/always and a game whose first
 position has rule50 > 0 and no repeated positions, lc0 0.32.1 loops past the start of the history and
-crashes (lc0-facts §6.5); here the history walk simply stops there.
+crashes (`EncodePositionForNN` reads history index -1); here the history walk simply stops there.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def _encode_into(history: History, input_format: int, fill: str, masks: np.ndarr
             if fen_only_start:
                 break
         if v2 and i > 0 and pos.repetitions == 0:
-            # lc0 0.32.1 never stops here for idx < 0 (crash, lc0-facts §6.5); nothing can repeat there.
+            # lc0 0.32.1 never stops here for idx < 0 (it crashes; see the module doc); nothing can repeat there.
             if pos.rule50 == 0 or idx < 0:
                 break
             idx -= 1

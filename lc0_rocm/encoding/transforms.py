@@ -2,7 +2,7 @@
 
 A transform is an int with bits 1 = Flip (files a<->h), 2 = Mirror (ranks 1<->8) and 4 = Transpose
 (reflection across the a8-h1 anti-diagonal: file f, rank r -> file 7-r, rank 7-f). When several bits
-are set they are applied in the order Flip, Mirror, Transpose (lc0's order, lc0-facts §5.4, §6.4).
+are set they are applied in the order Flip, Mirror, Transpose (lc0's order, `src/neural/encoder.cc: TransformForPosition`, `EncodePositionForNN`).
 
 Squares are 0..63 with a1 = 0, h1 = 7, a8 = 56; bit i of a bitboard is square i. Bitboards are
 python ints (scalar path) or numpy uint64 arrays (vectorised path). Everything here is derived from

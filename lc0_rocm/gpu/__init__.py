@@ -1,12 +1,23 @@
-"""The ROCm runtime on hip-python: device, memory, streams/events, hipRTC kernels, hipBLASLt GEMMs.
+"""The GPU package, in two layers that only look down:
 
-One runtime path: `from hip import hip, hiprtc, hipblaslt` (hip-python 10.0.0.0.1.2). On NVIDIA the three
-libraries it loads come from `hip_on_cuda/` (a test layer); nothing here branches on the vendor.
-Nothing in this package imports hip at import time; every module imports it lazily through `hiperr.hip_modules()`.
+    gpu/nn/       the network on the device: kernel launchers, layers, GpuNetwork, MultiGpuNetwork
+       │          (imports gpu.runtime, lc0_rocm.net and lc0_rocm.encoding; reaches hip-python only through
+       │          runtime.hiperr: the per-batch copies take hip's functions from `hip_module` and pass
+       │          each status to `check`)
+       ▼
+    gpu/runtime/  the ROCm runtime on hip-python: device, memory, streams/events/graphs, hipRTC
+                  kernels, hipBLASLt GEMMs (imports hip-python, lc0_rocm.errors and numpy only)
 
-API (all sizes in bytes unless said; pointers are plain ints; every failure raises `GpuError`/`CompileError`):
+One runtime path: hip-python 10.0.0.0.1.2 (`hip.hip`, `hip.hiprtc`, `hip.hipblaslt`; `hip.hipblas` for
+enums). On NVIDIA the libraries it loads come from `hip_on_cuda/` (a test layer); nothing here branches
+on the vendor. Nothing in this package imports hip at import time: every module reaches hip-python
+through `runtime.hiperr` (`hip_module`, `hip_call`, ...), and every status goes through its `check`.
+Nothing outside `lc0_rocm.backends.rocm` and the tools imports this package (tests/test_layering.py).
 
-    from lc0_rocm.gpu import device, memory, stream, compiler, kernel, gemm, ops
+Runtime API (all sizes in bytes unless said; pointers are plain ints; every failure raises
+`GpuError`/`CompileError`):
+
+    from lc0_rocm.gpu.runtime import device, memory, stream, compiler, kernel, gemm, observe
 
     dev = device.get_device(0)        # Device: .index .name .arch ('gfx90a', 'sm_90') .arch_full .warp_size
                                       #   .cu_count .total_memory .l2_bytes .max_shared_per_block .free_memory()
@@ -32,15 +43,19 @@ API (all sizes in bytes unless said; pointers are plain ints; every failure rais
              workspace=None)          #   row-major y[m,n] = x[m,k] @ w[n,k].T (+ bias[n]) (act); fp32 accumulate;
                                       #   algo autotuned once per shape for m >= 4096 (else the heuristic's first),
                                       #   cached on disk per device; `workspace` for a GEMM on a second stream
-    ops.bias_act(dev, y, x, bias, total, channels=1, inner=1, act="mish", dtype="f16", stream=None)
+    with observe.observe(fn): ...      # fn(Launch) for every kernel launch and GEMM issued (profilers);
+                                      #   launch.replay(stream) issues it again
+
+Network API (`from lc0_rocm.gpu.nn import kernels, network, multi`):
+
+    kernels.bias_act(dev, y, x, bias, total, channels=1, inner=1, act="mish", dtype="f16", stream=None)
                                       #   y = act(x + bias[(i // inner) % channels]); bias may be None, y may be x
-
-The network runner (`network.GpuNetwork`, one device; `multi.MultiGpuNetwork`, several):
-
+    k = kernels.NnKernels(dev, "f16") #   every other network kernel's launcher (layernorm, mha, ...)
     net = network.GpuNetwork(desc, dev, "f16", max_batch=1024, graphs=True)
     p = net.submit(planes)            # pinned slot, upload/compute/download streams, graphs per batch size
     out = net.collect(p)              # NetOutputs (policy is a view of the slot's pinned memory)
     out = net.evaluate(planes); out, seconds = net.evaluate_timed(planes)
+    net = multi.MultiGpuNetwork(desc, [dev0, dev1], "f16")   # the same API; each batch split across devices
 
 Kernels live in lc0_rocm/kernels/*.hip (conventions in lc0_rocm/kernels/README.md); they may
 `#include "common.h"` (warp reductions, 64-bit ballot, fp16 helpers); all .h files of that folder are given

@@ -1,7 +1,7 @@
 // attention.hip — fused multi-head self-attention over the 64 square tokens (flash-style: the 64x64
 // logits never leave on-chip memory).
 //
-// Three kernels with one contract, mha_{f32,f16}, mha_tiled_{f32,f16} and mha_t128_{f32,f16}:
+// Two kernels with one contract, mha_{f32,f16} and mha_t128_{f32,f16}:
 //   (qkv, ld_qkv, dm, heads, bias, out, ld_out, scale)
 //   qkv  T [n*64, ld_qkv]: row b*64+s holds Q (columns 0..dm), K (dm..2dm), V (2dm..3dm) of token s,
 //        as one fused Q|K|V GEMM writes them; head h owns columns h*D..h*D+D of each part.
@@ -13,22 +13,17 @@
 //
 // mha (any D <= 64): grid (heads, n), block 64 threads (thread i = query i; any wave size), static
 //   shared memory 2*64*D*4 + 64*64*4 bytes (48 KiB at D = 64).
-// mha_tiled (D % 8 == 0, D <= 32; the fast one): grid (heads, n), block 256 threads. Needs qkv
-//   16-byte aligned with ld_qkv % 8 == 0, out and bias 16-byte aligned, ld_out % 4 == 0 (16-byte
-//   loads of 8 elements, 4-element bias loads and output stores). Q (pre-scaled)
-//   and K are staged transposed in shared memory; thread t computes the 4x4 logit tile of queries
-//   4*(t/16).., keys 4*(t%16).. (16 FMAs per two 16-byte shared loads), the bias is added from
-//   registers, softmax rows are reduced across the 16 threads of a tile row with __shfl_xor (offsets
-//   8..1: assumes only that warpSize is a multiple of 16), the probabilities replace Q/K in shared
-//   memory, and thread t then computes 2 query rows x D/8 output columns of P.V. Static shared memory
-//   (max(2*D, 64)*68 + 64*(D+4)) * 4 bytes (26.6 KiB at D = 32).
-// mha_t128 (same conditions as mha_tiled; the default): grid (heads, n), block 128 threads, the same
-//   shared-memory staging, but bigger register tiles so that shared memory (the limit of mha_tiled,
-//   measured with ncu: L1/shared 94% busy, FMA pipes 57%) carries fewer bytes per FMA: thread t
-//   computes queries 4*(t/8)..+3 x keys {4*(t%8)..+3, 32+4*(t%8)..+3} (32 FMAs per three 16-byte
-//   shared loads, conflict-free), reduces softmax rows across 8 threads (__shfl_xor 4, 2, 1: warpSize
-//   a multiple of 8), and computes D/8 query rows (t/(D/4) + k*512/D) x 4 columns of P.V (16 FMAs per
-//   two 16-byte shared loads per query row and key group).
+// mha_t128 (D % 8 == 0, D <= 32; the default where it applies): grid (heads, n), block 128 threads.
+//   Needs qkv 16-byte aligned with ld_qkv % 8 == 0, out and bias 16-byte aligned, ld_out % 4 == 0
+//   (16-byte loads of 8 elements, 4-element bias loads and output stores). Q (pre-scaled) and K are
+//   staged transposed in shared memory, V row-major; thread t computes the logits of queries
+//   4*(t/8)..+3 x keys {4*(t%8)..+3, 32+4*(t%8)..+3} (32 FMAs per three 16-byte shared loads,
+//   conflict-free), adds the bias from registers, reduces softmax rows across 8 threads (__shfl_xor
+//   4, 2, 1: warpSize a multiple of 8), writes the probabilities over Q/K in shared memory, and then
+//   computes D/8 query rows (t/(D/4) + k*512/D) x 4 columns of P.V (16 FMAs per two 16-byte shared
+//   loads per query row and key group). Static shared memory (max(2*D, 64)*68 + 64*(D+4)) * 4 bytes
+//   (26.6 KiB at D = 32). Its 256-thread predecessor with 4x4 logit tiles (mha_tiled) tied it at
+//   batches 1-16 and lost at 256 on the H200 (docs/perf.md) and was removed.
 #include "nn.h"
 
 #ifndef MHA_DEPTH
@@ -101,139 +96,11 @@ __device__ void mha_impl(const T* qkv, int ld_qkv, int dm, int heads, const T* b
     }
 }
 
-// ---------------------------------------------------------------------------------- tiled kernel
+// ---------------------------------------------------------------------------------- t128 kernel
 
-#define MHA_T 256
 #define MHA_LD 68  // row stride (floats) of the 64-wide shared tiles: 16-byte aligned rows
 
 #if MHA_DEPTH % 8 == 0 && MHA_DEPTH <= 32
-#define MHA_TILED 1
-template <typename T>
-__device__ void mha_tiled_impl(const T* qkv, int ld_qkv, int dm, int heads, const T* bias, T* out, int ld_out,
-                               float scale) {
-    constexpr int D = MHA_DEPTH;
-    constexpr int VLD = D + 4;  // V row stride: 16-byte rows that fall in different banks
-    constexpr int QK = 2 * D * MHA_LD;
-    constexpr int PF = 64 * MHA_LD;
-    constexpr int U = QK > PF ? QK : PF;
-    __shared__ float4 sm4[(U + 64 * VLD) / 4];
-    float* sm = reinterpret_cast<float*>(sm4);
-    float* qt = sm;               // [D][MHA_LD]: qt[d][i] = scale * Q[i][d]
-    float* kt = sm + D * MHA_LD;  // [D][MHA_LD]: kt[d][j] = K[j][d]
-    float* pm = sm;               // [64][MHA_LD]: probabilities, once qt/kt are consumed
-    float* vs = sm + U;           // [64][VLD]
-    const int t = threadIdx.x;
-    const int h = blockIdx.x;
-    const long long b = blockIdx.y;
-    const int ti = t >> 4, tj = t & 15;  // logit tile: queries 4ti..4ti+3, keys 4tj..4tj+3
-    float s[4][4];
-    if (bias != nullptr) {  // issued first: the loads overlap the staging below
-        const T* bt = bias + ((b * heads + h) * 4096 + (4 * ti) * 64 + 4 * tj);
-#pragma unroll
-        for (int r = 0; r < 4; ++r) lc0_load4(bt + r * 64, s[r]);
-    } else {
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) s[r][c] = 0.0f;
-    }
-    const T* tok = qkv + b * 64 * (long long)ld_qkv + h * D;
-    for (int e = t; e < 8 * D; e += MHA_T) {  // (row, 8-column chunk); a warp covers 32 rows of one chunk
-        const int r = e & 63, d0 = (e >> 6) * 8;
-        const T* row = tok + ((long long)r * ld_qkv + d0);
-        float q[8], k[8], v[8];
-        lc0_load8(row, q);
-        lc0_load8(row + dm, k);
-        lc0_load8(row + 2 * dm, v);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            qt[(d0 + i) * MHA_LD + r] = q[i] * scale;
-            kt[(d0 + i) * MHA_LD + r] = k[i];
-        }
-        *reinterpret_cast<float4*>(vs + (r * VLD + d0)) = make_float4(v[0], v[1], v[2], v[3]);
-        *reinterpret_cast<float4*>(vs + (r * VLD + d0 + 4)) = make_float4(v[4], v[5], v[6], v[7]);
-    }
-    __syncthreads();
-#pragma unroll 8
-    for (int d = 0; d < D; ++d) {
-        const float4 a = *reinterpret_cast<const float4*>(qt + (d * MHA_LD + 4 * ti));
-        const float4 k = *reinterpret_cast<const float4*>(kt + (d * MHA_LD + 4 * tj));
-        const float av[4] = {a.x, a.y, a.z, a.w};
-        const float kv[4] = {k.x, k.y, k.z, k.w};
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) s[r][c] += av[r] * kv[c];
-    }
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        float m = fmaxf(fmaxf(s[r][0], s[r][1]), fmaxf(s[r][2], s[r][3]));
-#pragma unroll
-        for (int off = 8; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor(m, off));
-        float sum = 0.0f;
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-            s[r][c] = expf(s[r][c] - m);
-            sum += s[r][c];
-        }
-#pragma unroll
-        for (int off = 8; off > 0; off >>= 1) sum += __shfl_xor(sum, off);
-        const float inv = 1.0f / sum;
-#pragma unroll
-        for (int c = 0; c < 4; ++c) s[r][c] *= inv;
-    }
-    __syncthreads();  // qt and kt are consumed: the probabilities take their place
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-        *reinterpret_cast<float4*>(pm + ((4 * ti + r) * MHA_LD + 4 * tj)) = make_float4(s[r][0], s[r][1], s[r][2], s[r][3]);
-    __syncthreads();
-    constexpr int CW = D / 8;  // output columns per thread
-    const int i0 = 2 * (t >> 3), c0 = (t & 7) * CW;
-    float o0[CW], o1[CW];
-#pragma unroll
-    for (int c = 0; c < CW; ++c) o0[c] = o1[c] = 0.0f;
-#pragma unroll 4
-    for (int j = 0; j < 64; j += 4) {
-        const float4 p0 = *reinterpret_cast<const float4*>(pm + (i0 * MHA_LD + j));
-        const float4 p1 = *reinterpret_cast<const float4*>(pm + ((i0 + 1) * MHA_LD + j));
-        const float a0[4] = {p0.x, p0.y, p0.z, p0.w};
-        const float a1[4] = {p1.x, p1.y, p1.z, p1.w};
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-            const float* vr = vs + ((j + jj) * VLD + c0);
-#pragma unroll
-            for (int c = 0; c < CW; ++c) {
-                const float v = vr[c];
-                o0[c] += a0[jj] * v;
-                o1[c] += a1[jj] * v;
-            }
-        }
-    }
-    T* o = out + ((b * 64 + i0) * (long long)ld_out + h * D + c0);
-    if (CW % 4 == 0) {
-#pragma unroll
-        for (int c = 0; c < CW; c += 4) {
-            lc0_store4(o + c, o0 + c);
-            lc0_store4(o + (ld_out + c), o1 + c);
-        }
-    } else {
-#pragma unroll
-        for (int c = 0; c < CW; ++c) {
-            lc0_store(o + c, o0[c]);
-            lc0_store(o + (ld_out + c), o1[c]);
-        }
-    }
-}
-
-#define ENTRY_TILED(T, sfx)                                                                               \
-    extern "C" __global__ void __launch_bounds__(MHA_T)                                                   \
-        mha_tiled##sfx(const T* qkv, int ld_qkv, int dm, int heads, const T* bias, T* out, int ld_out,   \
-                       float scale) {                                                                     \
-        mha_tiled_impl<T>(qkv, ld_qkv, dm, heads, bias, out, ld_out, scale);                              \
-    }
-ENTRY_TILED(float, _f32)
-ENTRY_TILED(__half, _f16)
-
 #define MHA_T128 128
 
 template <typename T>

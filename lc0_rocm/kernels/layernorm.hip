@@ -15,11 +15,6 @@
 //   aligned: thread k owns columns 8k..8k+7 and keeps them in registers (16-byte loads and stores, one
 //   pass over memory). Launch: grid = rows, block = ceil(C / 8) rounded up to a multiple of warpSize,
 //   no dynamic shared memory.
-//
-// layernorm_warp_{f32,f16}: the same contract for C % 8 == 0 and C <= LNW_CHUNKS * 8 * warpSize with
-//   every pointer 16-byte aligned: one warp per row (reductions by __shfl_xor only, no barrier), lane l
-//   owns the 8-column chunks l, l + warpSize, ... Launch: 1-D grid of blocks of any multiple of
-//   warpSize threads (256), ceil(rows / warps per block) blocks; no dynamic shared memory.
 #include "nn.h"
 
 extern __shared__ float ln_row[];
@@ -103,73 +98,6 @@ __device__ void layernorm8_impl(const T* x, const T* bias, const T* skip, T* out
     lc0_store8(out + (row * C + c), v);
 }
 
-#define LNW_CHUNKS 4
-
-template <typename T>
-__device__ void layernorm_warp_impl(const T* x, const T* bias, const T* skip, T* out, const T* gamma, const T* beta,
-                                    const T* gate_mul, const T* gate_add, int rows, int C, float alpha, float eps,
-                                    int act) {
-    const int lane = lc0_lane();
-    const long long row = (long long)blockIdx.x * (blockDim.x / warpSize) + threadIdx.x / warpSize;
-    if (row >= rows) return;  // a whole warp leaves together
-    float v[LNW_CHUNKS][8];
-    float sum = 0.0f;
-#pragma unroll
-    for (int q = 0; q < LNW_CHUNKS; ++q) {
-        const int c = (lane + q * warpSize) * 8;
-        if (c < C) {
-            lc0_load8(x + (row * C + c), v[q]);
-            float t[8];
-            if (bias != nullptr) {
-                lc0_load8(bias + c, t);
-#pragma unroll
-                for (int i = 0; i < 8; ++i) v[q][i] += t[i];
-            }
-#pragma unroll
-            for (int i = 0; i < 8; ++i) v[q][i] = nn_act(v[q][i], act);
-            if (skip != nullptr) {
-                lc0_load8(skip + (row * C + c), t);
-#pragma unroll
-                for (int i = 0; i < 8; ++i) v[q][i] = alpha * v[q][i] + t[i];
-            }
-#pragma unroll
-            for (int i = 0; i < 8; ++i) sum += v[q][i];
-        }
-    }
-    const float mean = lc0_warp_sum(sum) / (float)C;
-    float sq = 0.0f;
-#pragma unroll
-    for (int q = 0; q < LNW_CHUNKS; ++q) {
-        if ((lane + q * warpSize) * 8 < C) {
-#pragma unroll
-            for (int i = 0; i < 8; ++i) {
-                const float d = v[q][i] - mean;
-                sq += d * d;
-            }
-        }
-    }
-    const float rstd = 1.0f / sqrtf(lc0_warp_sum(sq) / (float)C + eps);
-    const int s = (int)(row & 63);
-#pragma unroll
-    for (int q = 0; q < LNW_CHUNKS; ++q) {
-        const int c = (lane + q * warpSize) * 8;
-        if (c < C) {
-            float g[8], be[8];
-            lc0_load8(gamma + c, g);
-            lc0_load8(beta + c, be);
-#pragma unroll
-            for (int i = 0; i < 8; ++i) v[q][i] = (v[q][i] - mean) * rstd * g[i] + be[i];
-            if (gate_mul != nullptr) {
-                lc0_load8(gate_mul + (s * C + c), g);
-                lc0_load8(gate_add + (s * C + c), be);
-#pragma unroll
-                for (int i = 0; i < 8; ++i) v[q][i] = v[q][i] * g[i] + be[i];
-            }
-            lc0_store8(out + (row * C + c), v[q]);
-        }
-    }
-}
-
 #define ENTRY(T, sfx)                                                                                    \
     extern "C" __global__ void layernorm##sfx(const T* x, const T* bias, const T* skip, T* out,          \
                                               const T* gamma, const T* beta, const T* gate_mul,          \
@@ -180,12 +108,6 @@ __device__ void layernorm_warp_impl(const T* x, const T* bias, const T* skip, T*
         layernorm8##sfx(const T* x, const T* bias, const T* skip, T* out, const T* gamma, const T* beta,   \
                         const T* gate_mul, const T* gate_add, int C, float alpha, float eps, int act) {  \
         layernorm8_impl<T>(x, bias, skip, out, gamma, beta, gate_mul, gate_add, C, alpha, eps, act);     \
-    }                                                                                                    \
-    extern "C" __global__ void __launch_bounds__(256)                                                    \
-        layernorm_warp##sfx(const T* x, const T* bias, const T* skip, T* out, const T* gamma, const T* beta, \
-                            const T* gate_mul, const T* gate_add, int rows, int C, float alpha, float eps,  \
-                            int act) {                                                                   \
-        layernorm_warp_impl<T>(x, bias, skip, out, gamma, beta, gate_mul, gate_add, rows, C, alpha, eps, act); \
     }
 ENTRY(float, _f32)
 ENTRY(__half, _f16)

@@ -7,7 +7,7 @@
 #pragma once
 #include "common.h"
 
-// act is one of common.h's LC0_ACT_* codes (lc0_rocm/gpu/nn_kernels.py ACT_CODES mirrors them).
+// act is one of common.h's LC0_ACT_* codes (lc0_rocm/gpu/nn/kernels.py ACT_CODES mirrors them).
 __device__ __forceinline__ float nn_act(float x, int act) {
     switch (act) {
         case LC0_ACT_RELU: return lc0_activate<LC0_ACT_RELU>(x);

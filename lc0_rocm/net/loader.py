@@ -16,8 +16,8 @@ A net is proved usable before it is accepted (issue 13):
 - every decoded tensor is finite, LINEAR16 `min_val <= max_val` are finite, each layer's encoding is
   one the codec reads (an unknown enum value, which protobuf files away as an unknown field, is an
   error rather than silently LINEAR16), batch-norm folding must not overflow float32;
-- `load_net` evaluates the start position once with the numpy reference and rejects a net whose
-  policy/value/moves-left outputs are not finite (a few ms to ~0.2 s for the committed nets).
+- the last proof, finite outputs on the start position, needs a forward pass and so lives one layer
+  up: `lc0_rocm.api.load_net` (numpy reference) and `api.open_backend` (the chosen backend).
 """
 
 from __future__ import annotations
@@ -62,8 +62,13 @@ NETWORK_CLASSICAL, NETWORK_SE, NETWORK_CLASSICAL_WITH_HEADFORMAT, NETWORK_SE_WIT
 NETWORK_ONNX, NETWORK_AB, NETWORK_AB_MULTIHEAD, NETWORK_AB_LEGACY_MULTIHEAD = 5, 6, 7, 134
 POLICY_CLASSICAL, POLICY_CONVOLUTION, POLICY_ATTENTION = 1, 2, 3
 VALUE_CLASSICAL, VALUE_WDL = 1, 2
+MOVES_LEFT_NONE, MOVES_LEFT_V1 = 0, 1
+DEFAULT_ACTIVATION_RELU, DEFAULT_ACTIVATION_MISH = 0, 1
 EMBEDDING_NONE, EMBEDDING_PE_MAP, EMBEDDING_PE_DENSE = 0, 1, 2
 INPUT_FORMATS = (1, 2, 3, 4, 5, 132, 133)
+# what this loader reads, after the fix-ups (lc0's backends accept the same sets)
+SUPPORTED_NETWORKS = (NETWORK_CLASSICAL_WITH_HEADFORMAT, NETWORK_SE_WITH_HEADFORMAT, NETWORK_AB, NETWORK_AB_MULTIHEAD)
+ATTENTION_BODY_NETWORKS = (NETWORK_AB, NETWORK_AB_MULTIHEAD)
 
 _ACTIVATIONS = {1: "mish", 2: "relu", 3: "none", 4: "tanh", 5: "sigmoid", 6: "selu", 7: "swish", 8: "relu2"}
 POLICY_HEAD_KEYS = (("vanilla", "vanilla"), ("optimistic", "optimistic_st"), ("soft", "soft"),
@@ -152,14 +157,12 @@ def read_net_bytes(path, max_bytes: int = MAX_NET_BYTES) -> bytes:
 
 
 def parse_net(data: bytes, name: str = "weights") -> "schema.Net":
-    """Parse protobuf bytes into a `pblczero.Net` and check the magic number."""
+    """Parse protobuf bytes into a `pblczero.Net` (its magic number is checked by `net_from_proto`)."""
     net = schema.Net()
     try:
         net.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError) as e:
         raise NetFormatError(f"{name}: not an Lc0 network (protobuf decode failed: {e})") from None
-    if net.magic != schema.MAGIC:
-        raise NetFormatError(f"{name}: not an Lc0 network (bad magic 0x{net.magic:x}, expected 0x1c0)")
     return net
 
 
@@ -168,46 +171,15 @@ def read_net(path) -> "schema.Net":
     return parse_net(read_net_bytes(path), Path(path).name)
 
 
-def load_net(path, policy_head: str = "vanilla", value_head: str = "winner",
-             check_outputs: bool = True) -> NetDescription:
+def load_net(path, policy_head: str = "vanilla", value_head: str = "winner") -> NetDescription:
     """Load a `.pb.gz` (or uncompressed protobuf) weights file into a `NetDescription`.
 
-    With `check_outputs` (the default) the net is evaluated once on the start position with the numpy
-    reference and rejected unless every output is finite (`check_start_position`).
-    """
+    Every check that needs no forward pass is done here; `lc0_rocm.api.load_net` adds the start
+    position's finite outputs."""
     net = read_net(path)
     desc = net_from_proto(net, policy_head=policy_head, value_head=value_head)
-    if check_outputs:
-        check_start_position(desc, Path(path).name)
     desc.metadata["path"] = str(path)
     return desc
-
-
-def check_start_position(desc: NetDescription, name: str = "weights") -> None:
-    """Evaluate the start position with the numpy reference; a `NetFormatError` unless the policy,
-    value and moves-left outputs are all finite. Costs one batch-1 forward pass (milliseconds for
-    small nets, ~0.2 s for the largest committed net)."""
-    import chess
-
-    from .. import reference
-    from ..encoding.planes import encode_position
-
-    planes = encode_position(chess.Board(), desc.input_format)
-    try:
-        with np.errstate(all="ignore"):
-            out = reference.forward(desc, planes)
-    except (ValueError, ArithmeticError) as e:
-        raise NetFormatError(f"{name}: evaluating the start position failed ({e})") from None
-    require_finite_outputs(out, name)
-
-
-def require_finite_outputs(out, name: str, where: str = "") -> None:
-    """NetFormatError naming the first output of a start-position evaluation that holds NaN/inf."""
-    for key in ("policy", "wdl", "q", "d", "mlh"):
-        v = getattr(out, key, None)
-        if v is not None and not np.all(np.isfinite(v)):
-            raise NetFormatError(f"{name}: outputs are not finite on the start position ({key} holds NaN/inf"
-                                 f"{where}; the weights overflow)")
 
 
 # --------------------------------------------------------------------------- format fix-ups
@@ -218,7 +190,8 @@ def version_int(major: int, minor: int, patch: int) -> int:
 
 
 def fixed_format(net) -> tuple["schema.NetworkFormat", list[str]]:
-    """lc0's `FixOlderWeightsFile` applied to a copy of the net's NetworkFormat; returns it and notes."""
+    """lc0's `src/neural/loader.cc: FixOlderWeightsFile` applied to a copy of the net's NetworkFormat (plus
+    the attention-body fix-ups of `src/neural/network_legacy.cc: LegacyWeights`); returns it and notes."""
     nf = schema.NetworkFormat()
     nf.CopyFrom(net.format.network_format)
     notes: list[str] = []
@@ -255,7 +228,10 @@ def fixed_format(net) -> tuple["schema.NetworkFormat", list[str]]:
 
 
 def check_net(net) -> int:
-    """Version and encoding checks of lc0's loader; returns the net's min_version as an int."""
+    """The header checks of lc0's `src/neural/loader.cc: ParseWeightsProto` (magic, min_version, weights
+    encoding) and the rejection of embedded ONNX models; returns the net's min_version as an int."""
+    if net.magic != schema.MAGIC:
+        raise NetFormatError(f"not an Lc0 network (bad magic 0x{net.magic:x}, expected 0x{schema.MAGIC:x})")
     mv = net.min_version
     net_ver = version_int(mv.major, mv.minor, mv.patch)
     if net_ver != _ALWAYS_ACCEPTED_VERSION and net_ver > version_int(*ENGINE_VERSION):
@@ -277,17 +253,17 @@ def _check_supported(nf) -> None:
         raise NetFormatError(f"format.network_format.{fieldname}: "
                              f"{schema.enum_name('NetworkFormat.' + enum, value)} is not supported")
 
-    if nf.network not in (3, 4, 6, 7):
+    if nf.network not in SUPPORTED_NETWORKS:
         bad("network", "NetworkStructure", nf.network)
-    if nf.policy not in (1, 2, 3):
+    if nf.policy not in (POLICY_CLASSICAL, POLICY_CONVOLUTION, POLICY_ATTENTION):
         bad("policy", "PolicyFormat", nf.policy)
-    if nf.value not in (1, 2):
+    if nf.value not in (VALUE_CLASSICAL, VALUE_WDL):
         bad("value", "ValueFormat", nf.value)
-    if nf.moves_left not in (0, 1):
+    if nf.moves_left not in (MOVES_LEFT_NONE, MOVES_LEFT_V1):
         bad("moves_left", "MovesLeftFormat", nf.moves_left)
-    if nf.default_activation not in (0, 1):
+    if nf.default_activation not in (DEFAULT_ACTIVATION_RELU, DEFAULT_ACTIVATION_MISH):
         bad("default_activation", "DefaultActivation", nf.default_activation)
-    if nf.input_embedding not in (0, 1, 2):
+    if nf.input_embedding not in (EMBEDDING_NONE, EMBEDDING_PE_MAP, EMBEDDING_PE_DENSE):
         bad("input_embedding", "InputEmbeddingFormat", nf.input_embedding)
     if nf.input not in INPUT_FORMATS:
         bad("input", "InputFormat", nf.input)
@@ -458,7 +434,8 @@ class _Heads:
 
 
 def _select_heads(w, policy_head: str, value_head: str) -> _Heads:
-    """lc0's MultiHeadWeights: which messages hold the selected policy and value heads."""
+    """Which messages hold the selected policy and value heads (lc0's `src/neural/network_legacy.cc:
+    MultiHeadWeights`)."""
     if w.HasField("policy_heads"):
         ph = w.policy_heads
         policies = {"vanilla": (ph.vanilla, "weights.policy_heads.vanilla")}
@@ -496,106 +473,146 @@ def _select_heads(w, policy_head: str, value_head: str) -> _Heads:
     return _Heads(pmsg, ppath, emb, vmsg, vpath, tuple(policies), tuple(values))
 
 
+@dataclass
+class _Build:
+    """What every step of `net_from_proto` reads and adds to: the weights, the fixed-up format, the
+    default activation, the layer reader and the dimensions found so far (`describenet` shows them)."""
+
+    w: object
+    nf: object
+    act: str
+    rd: _Reader = field(default_factory=_Reader)
+    dims: dict = field(default_factory=dict)
+
+
 def net_from_proto(net, policy_head: str = "vanilla", value_head: str = "winner") -> NetDescription:
-    """Build the `NetDescription` of a parsed `pblczero.Net` (the proto is not modified)."""
-    if net.magic != schema.MAGIC:
-        raise NetFormatError(f"not an Lc0 network (bad magic 0x{net.magic:x}, expected 0x1c0)")
+    """Build the `NetDescription` of a parsed `pblczero.Net` (the proto is not modified): header checks,
+    format fix-ups, supported-format check, head selection, then the layers part by part."""
     check_net(net)
     nf, notes = fixed_format(net)
     _check_supported(nf)
-    w = net.weights
-    rd = _Reader()
-    default_act = "mish" if nf.default_activation == 1 else "relu"
-    attention_body = nf.network in (NETWORK_AB, NETWORK_AB_MULTIHEAD)
-    pe_dense = nf.input_embedding == EMBEDDING_PE_DENSE
-    heads = _select_heads(w, policy_head, value_head)
-    dims: dict = {}
-
-    # ---- residual tower (conv bodies, and hybrid conv + attention bodies)
-    tower = None
-    if not attention_body or len(w.residual) > 0:
-        if not attention_body and len(w.residual) == 0:
-            raise NetFormatError("weights.residual: conv-body net without residual blocks")
-        inp = rd.conv(w.input, "weights.input", 112, 3)
-        f = inp.n_out
-        blocks = []
-        for i, res in enumerate(w.residual):
-            p = f"weights.residual[{i}]"
-            c1 = rd.conv(res.conv1, f"{p}.conv1", f, 3)
-            c2 = rd.conv(res.conv2, f"{p}.conv2", f, 3)
-            if c1.n_out != f or c2.n_out != f:
-                raise NetFormatError(f"{p}: residual convolutions must keep {f} channels")
-            se = None
-            if res.HasField("se"):
-                fc1 = rd.dense(res.se, "w1", "b1", f"{p}.se", n_in=f)
-                fc2 = rd.dense(res.se, "w2", "b2", f"{p}.se", n_in=fc1.n_out, n_out=2 * f)
-                se = SEUnit(fc1, fc2)
-                dims["se_channels"] = fc1.n_out
-            blocks.append(ResidualBlock(c1, c2, se))
-        tower = ConvTower(inp, tuple(blocks), default_act)
-        dims.update(filters=f, blocks=len(blocks))
-
-    # ---- attention body
-    body = None
-    if attention_body:
-        ffn_act = _activation(nf.ffn_activation, "ffn_activation", default_act)
-        smol_act = _activation(nf.smolgen_activation, "smolgen_activation", default_act)
-        if len(w.encoder) == 0:
-            raise NetFormatError("weights.encoder: attention-body net without encoder layers")
-        preproc = None
-        if tower is not None:
-            embedding, c_in = "tower", tower.filters
-        elif pe_dense:
-            embedding = "pe_dense"
-            pb = rd.vec(w, "ip_emb_preproc_b", "weights")
-            if pb.size % 64:
-                raise NetFormatError(f"weights.ip_emb_preproc_b: {pb.size} values is not 64*D")
-            preproc = rd.dense(w, "ip_emb_preproc_w", "ip_emb_preproc_b", "weights", n_in=64 * 12)
-            c_in = 112 + pb.size // 64
-            dims["preproc_d"] = pb.size // 64
-        else:
-            embedding, c_in = "pe_map", 112 + 64
-        emb = rd.dense(w, "ip_emb_w", "ip_emb_b", "weights", n_in=c_in)
-        e = emb.n_out
-        eps = 1e-3 if pe_dense else 1e-6
-        emb_ln = emb_ffn = emb_ffn_ln = None
-        if pe_dense:
-            emb_ln = rd.layer_norm(w, "ip_emb_ln_gammas", "ip_emb_ln_betas", "weights", e, 1e-3)
-            emb_ffn = rd.ffn(w.ip_emb_ffn, "weights.ip_emb_ffn", e, ffn_act)
-            emb_ffn_ln = rd.layer_norm(w, "ip_emb_ffn_ln_gammas", "ip_emb_ffn_ln_betas", "weights", e, 1e-3)
-            dims["emb_dff"] = emb_ffn.dense1.n_out
-        gate_mult = gate_add = None
-        gm = rd.vec(w, "ip_mult_gate", "weights", 64 * e, required=False)
-        ga = rd.vec(w, "ip_add_gate", "weights", 64 * e, required=False)
-        if gm is not None and ga is not None:  # lc0 applies gating only when both are present
-            gate_mult, gate_add = _ro(gm.reshape(e, 64).T), _ro(ga.reshape(e, 64).T)
-        smolgen_global, g = None, None
-        if w.HasField("smolgen_w"):
-            sw = rd.vec(w, "smolgen_w", "weights")
-            if sw.size % 4096:
-                raise NetFormatError(f"weights.smolgen_w: {sw.size} values do not make a [4096, g] matrix")
-            g = sw.size // 4096
-            smolgen_global = sw.reshape(4096, g)
-        n_heads = w.headcount
-        if n_heads <= 0:
-            raise NetFormatError("weights.headcount: missing or zero")
-        encoders = tuple(
-            rd.encoder(enc, f"weights.encoder[{i}]", e, n_heads, eps, ffn_act, smol_act, g)
-            for i, enc in enumerate(w.encoder))
-        alpha = float(np.float32(math.pow(2.0 * len(encoders), -0.25)))
-        body = AttentionBody(
-            embedding=embedding, emb=emb, activation=default_act, encoders=encoders, alpha=alpha,
-            preproc=preproc, emb_ln=emb_ln, gate_mult=gate_mult, gate_add=gate_add, emb_ffn=emb_ffn,
-            emb_ffn_ln=emb_ffn_ln, smolgen_global=smolgen_global)
-        l0 = encoders[0]
-        dims.update(embedding_size=e, encoder_layers=len(encoders), heads=n_heads, d_model=l0.mha.d_model,
-                    dff=l0.ffn.dense1.n_out, ffn_activation=ffn_act, smolgen_activation=smol_act)
-        if l0.mha.smolgen is not None:
-            sm = l0.mha.smolgen
-            dims.update(smolgen_hc=sm.compress.n_out, smolgen_hs=sm.dense1.n_out, smolgen_g=g)
+    b = _Build(net.weights, nf, "mish" if nf.default_activation == DEFAULT_ACTIVATION_MISH else "relu")
+    heads = _select_heads(net.weights, policy_head, value_head)
+    tower = _read_tower(b)
+    body = _read_body(b, tower)
     channels = body.embedding_size if body is not None else tower.filters
+    policy = _read_policy_head(b, heads, body, tower, channels)
+    value = _read_value_head(b, heads, body, channels)
+    moves_left = _read_moves_left_head(b, body, channels)
+    meta = {
+        "file_network_format": net.format.network_format.network,
+        "has_network_format": net.format.HasField("network_format"),
+        "fixups": notes,
+        "layer_encodings": sorted(b.rd.encodings),
+        "dims": b.dims,
+        "ffn_activation": b.dims.get("ffn_activation"),
+        "smolgen_activation": b.dims.get("smolgen_activation"),
+    }
+    mv = net.min_version
+    return NetDescription(
+        input_format=nf.input, network_format=nf.network, policy_format=nf.policy, value_format=nf.value,
+        moves_left_format=nf.moves_left, input_embedding=nf.input_embedding, default_activation=b.act,
+        tower=tower, body=body, policy=policy, value=value, moves_left=moves_left,
+        policy_head_name=policy_head, value_head_name=value_head,
+        available_policy_heads=heads.policy_names, available_value_heads=heads.value_names,
+        license=net.license, min_version=f"{mv.major}.{mv.minor}.{mv.patch}",
+        training_steps=net.training_params.training_steps, metadata=meta)
 
-    # ---- policy head
+
+def _read_tower(b: _Build) -> Optional[ConvTower]:
+    """The residual tower of conv bodies (and of hybrid conv + attention bodies), or None."""
+    w, rd, dims = b.w, b.rd, b.dims
+    attention_body = b.nf.network in ATTENTION_BODY_NETWORKS
+    if attention_body and len(w.residual) == 0:
+        return None
+    if not attention_body and len(w.residual) == 0:
+        raise NetFormatError("weights.residual: conv-body net without residual blocks")
+    inp = rd.conv(w.input, "weights.input", 112, 3)
+    f = inp.n_out
+    blocks = []
+    for i, res in enumerate(w.residual):
+        p = f"weights.residual[{i}]"
+        c1 = rd.conv(res.conv1, f"{p}.conv1", f, 3)
+        c2 = rd.conv(res.conv2, f"{p}.conv2", f, 3)
+        if c1.n_out != f or c2.n_out != f:
+            raise NetFormatError(f"{p}: residual convolutions must keep {f} channels")
+        se = None
+        if res.HasField("se"):
+            fc1 = rd.dense(res.se, "w1", "b1", f"{p}.se", n_in=f)
+            fc2 = rd.dense(res.se, "w2", "b2", f"{p}.se", n_in=fc1.n_out, n_out=2 * f)
+            se = SEUnit(fc1, fc2)
+            dims["se_channels"] = fc1.n_out
+        blocks.append(ResidualBlock(c1, c2, se))
+    dims.update(filters=f, blocks=len(blocks))
+    return ConvTower(inp, tuple(blocks), b.act)
+
+
+def _read_body(b: _Build, tower: Optional[ConvTower]) -> Optional[AttentionBody]:
+    """The attention body: embedding (from the tower, PE_MAP or PE_DENSE), gating, encoder stack; or None."""
+    w, nf, rd, dims = b.w, b.nf, b.rd, b.dims
+    if nf.network not in ATTENTION_BODY_NETWORKS:
+        return None
+    ffn_act = _activation(nf.ffn_activation, "ffn_activation", b.act)
+    smol_act = _activation(nf.smolgen_activation, "smolgen_activation", b.act)
+    if len(w.encoder) == 0:
+        raise NetFormatError("weights.encoder: attention-body net without encoder layers")
+    pe_dense = nf.input_embedding == EMBEDDING_PE_DENSE
+    preproc = None
+    if tower is not None:
+        embedding, c_in = "tower", tower.filters
+    elif pe_dense:
+        embedding = "pe_dense"
+        pb = rd.vec(w, "ip_emb_preproc_b", "weights")
+        if pb.size % 64:
+            raise NetFormatError(f"weights.ip_emb_preproc_b: {pb.size} values is not 64*D")
+        preproc = rd.dense(w, "ip_emb_preproc_w", "ip_emb_preproc_b", "weights", n_in=64 * 12)
+        c_in = 112 + pb.size // 64
+        dims["preproc_d"] = pb.size // 64
+    else:
+        embedding, c_in = "pe_map", 112 + 64
+    emb = rd.dense(w, "ip_emb_w", "ip_emb_b", "weights", n_in=c_in)
+    e = emb.n_out
+    eps = 1e-3 if pe_dense else 1e-6
+    emb_ln = emb_ffn = emb_ffn_ln = None
+    if pe_dense:
+        emb_ln = rd.layer_norm(w, "ip_emb_ln_gammas", "ip_emb_ln_betas", "weights", e, 1e-3)
+        emb_ffn = rd.ffn(w.ip_emb_ffn, "weights.ip_emb_ffn", e, ffn_act)
+        emb_ffn_ln = rd.layer_norm(w, "ip_emb_ffn_ln_gammas", "ip_emb_ffn_ln_betas", "weights", e, 1e-3)
+        dims["emb_dff"] = emb_ffn.dense1.n_out
+    gate_mult = gate_add = None
+    gm = rd.vec(w, "ip_mult_gate", "weights", 64 * e, required=False)
+    ga = rd.vec(w, "ip_add_gate", "weights", 64 * e, required=False)
+    if gm is not None and ga is not None:  # lc0 applies gating only when both are present
+        gate_mult, gate_add = _ro(gm.reshape(e, 64).T), _ro(ga.reshape(e, 64).T)
+    smolgen_global, g = None, None
+    if w.HasField("smolgen_w"):
+        sw = rd.vec(w, "smolgen_w", "weights")
+        if sw.size % 4096:
+            raise NetFormatError(f"weights.smolgen_w: {sw.size} values do not make a [4096, g] matrix")
+        g = sw.size // 4096
+        smolgen_global = sw.reshape(4096, g)
+    n_heads = w.headcount
+    if n_heads <= 0:
+        raise NetFormatError("weights.headcount: missing or zero")
+    encoders = tuple(
+        rd.encoder(enc, f"weights.encoder[{i}]", e, n_heads, eps, ffn_act, smol_act, g)
+        for i, enc in enumerate(w.encoder))
+    alpha = float(np.float32(math.pow(2.0 * len(encoders), -0.25)))
+    l0 = encoders[0]
+    dims.update(embedding_size=e, encoder_layers=len(encoders), heads=n_heads, d_model=l0.mha.d_model,
+                dff=l0.ffn.dense1.n_out, ffn_activation=ffn_act, smolgen_activation=smol_act)
+    if l0.mha.smolgen is not None:
+        sm = l0.mha.smolgen
+        dims.update(smolgen_hc=sm.compress.n_out, smolgen_hs=sm.dense1.n_out, smolgen_g=g)
+    return AttentionBody(
+        embedding=embedding, emb=emb, activation=b.act, encoders=encoders, alpha=alpha,
+        preproc=preproc, emb_ln=emb_ln, gate_mult=gate_mult, gate_add=gate_add, emb_ffn=emb_ffn,
+        emb_ffn_ln=emb_ffn_ln, smolgen_global=smolgen_global)
+
+
+def _read_policy_head(b: _Build, heads: _Heads, body, tower, channels: int):
+    """The selected policy head: attention (any body), convolution or classical (conv bodies only)."""
+    nf, rd, dims = b.nf, b.rd, b.dims
     pm, pp = heads.policy, heads.policy_path
     if nf.policy == POLICY_ATTENTION:
         emsg, epath = heads.policy_emb
@@ -615,69 +632,53 @@ def net_from_proto(net, policy_head: str = "vanilla", value_head: str = "winner"
         wq = rd.dense(pm, "ip2_pol_w", "ip2_pol_b", pp, n_in=pdim)
         wk = rd.dense(pm, "ip3_pol_w", "ip3_pol_b", pp, n_in=pdim, n_out=wq.n_out)
         ppo = rd.vec(pm, "ip4_pol_w", pp, 4 * wq.n_out).reshape(4, wq.n_out)
-        policy = AttentionPolicyHead(pemb, default_act if body is not None else "selu",
-                                     tuple(pol_encoders), wq, wk, ppo)
         dims.update(policy_embedding=pdim, policy_d_model=wq.n_out, policy_encoders=len(pol_encoders))
         if pol_encoders:
             dims["policy_encoder_heads"] = pol_heads
-    else:
-        if body is not None:
-            raise NetFormatError(f"format.network_format.policy: "
-                                 f"{schema.enum_name('NetworkFormat.PolicyFormat', nf.policy)} "
-                                 "is not supported with an attention body")
-        f = tower.filters
-        if nf.policy == POLICY_CONVOLUTION:
-            c1 = rd.conv(pm.policy1, f"{pp}.policy1", f, 3)
-            c2 = rd.conv(pm.policy, f"{pp}.policy", c1.n_out, 3)
-            if c2.n_out < 73:
-                raise NetFormatError(f"{pp}.policy: {c2.n_out} output planes, at least 73 needed")
-            policy = ConvPolicyHead(c1, c2, default_act)
-        else:
-            conv = rd.conv(pm.policy, f"{pp}.policy", f, 1)
-            emsg, epath = heads.policy_emb
-            fc = rd.dense(emsg, "ip_pol_w", "ip_pol_b", epath, n_in=64 * conv.n_out, n_out=1858)
-            policy = ClassicalPolicyHead(conv, fc, default_act)
-            dims["policy_channels"] = conv.n_out
+        return AttentionPolicyHead(pemb, b.act if body is not None else "selu", tuple(pol_encoders), wq, wk, ppo)
+    if body is not None:
+        raise NetFormatError(f"format.network_format.policy: "
+                             f"{schema.enum_name('NetworkFormat.PolicyFormat', nf.policy)} "
+                             "is not supported with an attention body")
+    f = tower.filters
+    if nf.policy == POLICY_CONVOLUTION:
+        c1 = rd.conv(pm.policy1, f"{pp}.policy1", f, 3)
+        c2 = rd.conv(pm.policy, f"{pp}.policy", c1.n_out, 3)
+        if c2.n_out < 73:
+            raise NetFormatError(f"{pp}.policy: {c2.n_out} output planes, at least 73 needed")
+        return ConvPolicyHead(c1, c2, b.act)
+    conv = rd.conv(pm.policy, f"{pp}.policy", f, 1)
+    emsg, epath = heads.policy_emb
+    fc = rd.dense(emsg, "ip_pol_w", "ip_pol_b", epath, n_in=64 * conv.n_out, n_out=1858)
+    dims["policy_channels"] = conv.n_out
+    return ClassicalPolicyHead(conv, fc, b.act)
 
-    # ---- value head
+
+def _read_value_head(b: _Build, heads: _Heads, body, channels: int) -> ValueHead:
+    """The selected value head (WDL or a single tanh value)."""
+    rd = b.rd
     vm, vp = heads.value, heads.value_path
-    wdl = nf.value == VALUE_WDL
+    wdl = b.nf.value == VALUE_WDL
     if body is not None:
         vemb = rd.dense(vm, "ip_val_w", "ip_val_b", vp, n_in=channels)
     else:
         vemb = rd.conv(vm.value, f"{vp}.value", channels, 1)
     vfc1 = rd.dense(vm, "ip1_val_w", "ip1_val_b", vp, n_in=64 * vemb.n_out)
     vfc2 = rd.dense(vm, "ip2_val_w", "ip2_val_b", vp, n_in=vfc1.n_out, n_out=3 if wdl else 1)
-    value = ValueHead(vemb, vfc1, vfc2, wdl, default_act)
-    dims.update(value_channels=vemb.n_out, value_hidden=vfc1.n_out)
+    b.dims.update(value_channels=vemb.n_out, value_hidden=vfc1.n_out)
+    return ValueHead(vemb, vfc1, vfc2, wdl, b.act)
 
-    # ---- moves-left head (always top level)
-    moves_left = None
-    if nf.moves_left == 1:
-        if body is not None:
-            memb = rd.dense(w, "ip_mov_w", "ip_mov_b", "weights", n_in=channels)
-        else:
-            memb = rd.conv(w.moves_left, "weights.moves_left", channels, 1)
-        mfc1 = rd.dense(w, "ip1_mov_w", "ip1_mov_b", "weights", n_in=64 * memb.n_out)
-        mfc2 = rd.dense(w, "ip2_mov_w", "ip2_mov_b", "weights", n_in=mfc1.n_out, n_out=1)
-        moves_left = MovesLeftHead(memb, mfc1, mfc2, default_act)
-        dims.update(mlh_channels=memb.n_out, mlh_hidden=mfc1.n_out)
 
-    mv = net.min_version
-    meta = {
-        "file_network_format": net.format.network_format.network,
-        "has_network_format": net.format.HasField("network_format"),
-        "fixups": notes,
-        "layer_encodings": sorted(rd.encodings),
-        "dims": dims,
-        "ffn_activation": dims.get("ffn_activation"),
-        "smolgen_activation": dims.get("smolgen_activation"),
-    }
-    return NetDescription(
-        input_format=nf.input, network_format=nf.network, policy_format=nf.policy, value_format=nf.value,
-        moves_left_format=nf.moves_left, input_embedding=nf.input_embedding, default_activation=default_act,
-        tower=tower, body=body, policy=policy, value=value, moves_left=moves_left,
-        policy_head_name=policy_head, value_head_name=value_head,
-        available_policy_heads=heads.policy_names, available_value_heads=heads.value_names,
-        license=net.license, min_version=f"{mv.major}.{mv.minor}.{mv.patch}",
-        training_steps=net.training_params.training_steps, metadata=meta)
+def _read_moves_left_head(b: _Build, body, channels: int) -> Optional[MovesLeftHead]:
+    """The moves-left head (always at the top level of the weights), or None."""
+    w, rd = b.w, b.rd
+    if b.nf.moves_left != MOVES_LEFT_V1:
+        return None
+    if body is not None:
+        memb = rd.dense(w, "ip_mov_w", "ip_mov_b", "weights", n_in=channels)
+    else:
+        memb = rd.conv(w.moves_left, "weights.moves_left", channels, 1)
+    mfc1 = rd.dense(w, "ip1_mov_w", "ip1_mov_b", "weights", n_in=64 * memb.n_out)
+    mfc2 = rd.dense(w, "ip2_mov_w", "ip2_mov_b", "weights", n_in=mfc1.n_out, n_out=1)
+    b.dims.update(mlh_channels=memb.n_out, mlh_hidden=mfc1.n_out)
+    return MovesLeftHead(memb, mfc1, mfc2, b.act)

@@ -1,6 +1,7 @@
 """How search results become numbers a GUI shows: lc0's fast math, policy softmax, UCI scores, WDL.
 
-Everything here follows lc0's classic search (facts §7.1–7.2) in float32, because the printed
+Everything here follows lc0's classic search (`src/search/classic/search.cc: Search::SendUciInfo`;
+the policy softmax of `src/neural/wrapper.cc: NetworkAsBackend::SoftmaxPolicy`) in float32, because the printed
 integers (centipawns, the `wdl` triplet) are truncations of float32 expressions and a double
 evaluation would sometimes land one unit off:
 

@@ -24,7 +24,7 @@ def _isolated_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def gpu():
-    from lc0_rocm.gpu.device import gpu_available, get_device
+    from lc0_rocm.gpu.runtime.device import gpu_available, get_device
 
     ok, reason = gpu_available()
     if not ok:

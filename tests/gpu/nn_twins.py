@@ -1,5 +1,6 @@
 """Float64 numpy twins of the network kernels (lc0_rocm/kernels/*.hip other than bias_act), written from
-the math in each kernel's header comment and lc0-facts §4, independently of the kernel code.
+the math in each kernel's header comment and lc0's `src/neural/backends/blas/network_blas.cc`,
+independently of the kernel code.
 
 Every function takes and returns plain numpy arrays with the kernel's logical shapes; the kernel tests
 compare the GPU result with these on fresh random inputs.
@@ -12,7 +13,8 @@ import math
 import numpy as np
 
 from lc0_rocm import activations
-from lc0_rocm.reference import attention_policy_gather, pos_encoding_table
+from lc0_rocm.encoding.policy_map import ATTENTION_POLICY_GATHER
+from lc0_rocm.encoding.pos_encoding import pos_encoding_table
 
 
 def expand_planes(masks: np.ndarray, values: np.ndarray, pe_map: bool):
@@ -95,7 +97,7 @@ def attention_policy(qk, n: int, pdm: int, ppo):
     offs = offs[:, :, :3] + offs[:, :, 3:4]
     promo = logits[:, 48:56, 56:64, None] + offs[:, None, :, :]
     flat = np.concatenate([logits.reshape(n, 4096), promo.reshape(n, 192)], axis=1)
-    return flat[:, attention_policy_gather()]
+    return flat[:, ATTENTION_POLICY_GATHER]
 
 
 def policy_gather(x, n: int, stride: int, idx):

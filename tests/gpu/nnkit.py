@@ -15,7 +15,7 @@ class Dev:
     """Upload / allocate / download on one device for one storage dtype."""
 
     def __init__(self, gpu, dtype: str):
-        from lc0_rocm.gpu.nn_kernels import NnKernels
+        from lc0_rocm.gpu.nn.kernels import NnKernels
 
         self.gpu, self.dtype, self.np = gpu, dtype, NP[dtype]
         self.k = NnKernels(gpu, dtype)
@@ -23,7 +23,7 @@ class Dev:
 
     def put(self, arr: np.ndarray, dtype=None):
         """Device copy of arr (cast to the storage dtype unless `dtype` is given)."""
-        from lc0_rocm.gpu.memory import DeviceBuffer
+        from lc0_rocm.gpu.runtime.memory import DeviceBuffer
 
         host = np.ascontiguousarray(arr, dtype=dtype or self.np)
         buf = DeviceBuffer.allocate(self.gpu, max(host.nbytes, 16))
@@ -33,7 +33,7 @@ class Dev:
 
     def nan(self, count: int, dtype=None):
         """A buffer of `count` elements, every byte 0xFF (NaN in fp16 and fp32)."""
-        from lc0_rocm.gpu.memory import DeviceBuffer
+        from lc0_rocm.gpu.runtime.memory import DeviceBuffer
 
         itemsize = np.dtype(dtype or self.np).itemsize
         buf = DeviceBuffer.allocate(self.gpu, max(count * itemsize, 16))

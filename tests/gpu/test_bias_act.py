@@ -20,8 +20,8 @@ NP = {"f32": np.float32, "f16": np.float16}
 @pytest.mark.parametrize("act", list(ACTIVATION_FUNCTIONS))
 @pytest.mark.parametrize("layout", ["rows", "nchw", "nobias", "act8"])
 def test_bias_act_matches_float64_reference(gpu, act, dtype, layout):
-    from lc0_rocm.gpu import ops
-    from lc0_rocm.gpu.memory import DeviceBuffer
+    from lc0_rocm.gpu.nn import kernels
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
 
     rng = np.random.default_rng()
     channels, inner = {"rows": (37, 1), "nchw": (19, 64), "nobias": (1, 1), "act8": (1, 1)}[layout]
@@ -37,7 +37,7 @@ def test_bias_act_matches_float64_reference(gpu, act, dtype, layout):
     bd.upload(bias)
     yd.fill_byte(0xFF)  # NaN everywhere: an unwritten element fails the comparison
     use_bias = layout not in ("nobias", "act8")
-    ops.bias_act(gpu, yd, xd, bd if use_bias else None, total, channels, inner, act, dtype)
+    kernels.bias_act(gpu, yd, xd, bd if use_bias else None, total, channels, inner, act, dtype)
     got = yd.to_numpy(NP[dtype], total)
     pre = x.astype(np.float64)
     if use_bias:
@@ -48,8 +48,8 @@ def test_bias_act_matches_float64_reference(gpu, act, dtype, layout):
 
 
 def test_bias_act_in_place_large(gpu):
-    from lc0_rocm.gpu import ops
-    from lc0_rocm.gpu.memory import DeviceBuffer
+    from lc0_rocm.gpu.nn import kernels
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
 
     rng = np.random.default_rng()
     total, channels = 70_000_000, 1024  # more than the 65535-block grid covers in one pass
@@ -59,7 +59,7 @@ def test_bias_act_in_place_large(gpu):
     bd = DeviceBuffer.allocate(gpu, bias.nbytes)
     xd.upload(x)
     bd.upload(bias)
-    ops.bias_act(gpu, xd, xd, bd, total, channels, 1, "mish", "f16")
+    kernels.bias_act(gpu, xd, xd, bd, total, channels, 1, "mish", "f16")
     got = xd.to_numpy(np.float16, total)
     idx = rng.integers(0, total, size=200_000)
     want = ACTIVATION_FUNCTIONS["mish"](x[idx].astype(np.float64) + bias[idx % channels].astype(np.float64))
@@ -68,11 +68,11 @@ def test_bias_act_in_place_large(gpu):
 
 
 def test_bias_act_rejects_bad_arguments(gpu):
-    from lc0_rocm.gpu import ops
-    from lc0_rocm.gpu.memory import DeviceBuffer
+    from lc0_rocm.gpu.nn import kernels
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
 
     buf = DeviceBuffer.allocate(gpu, 1024)
     with pytest.raises(ValueError, match="unknown activation"):
-        ops.bias_act(gpu, buf, buf, None, 10, act="gelu2")
+        kernels.bias_act(gpu, buf, buf, None, 10, act="gelu2")
     with pytest.raises(ValueError, match="too small"):
-        ops.bias_act(gpu, buf, buf, None, 1000, act="relu", dtype="f32")
+        kernels.bias_act(gpu, buf, buf, None, 1000, act="relu", dtype="f32")

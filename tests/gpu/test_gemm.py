@@ -22,7 +22,7 @@ NP = {"f16": np.float16, "f32": np.float32}
 
 @pytest.fixture(scope="module")
 def gemm(gpu):
-    from lc0_rocm.gpu.gemm import Gemm
+    from lc0_rocm.gpu.runtime.gemm import Gemm
 
     g = Gemm(gpu)
     yield g
@@ -34,7 +34,7 @@ def _gelu(x):
 
 
 def _run(gpu, gemm, m, n, k, dtype, act="none", with_bias=False, check_rows=None):
-    from lc0_rocm.gpu.memory import DeviceBuffer
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
 
     rng = np.random.default_rng()
     t = NP[dtype]
@@ -81,7 +81,7 @@ def test_gemm_epilogues(gpu, gemm, act, with_bias, dtype):
 
 
 def test_gemm_algo_choice_is_cached_on_disk(gpu, gemm):
-    from lc0_rocm.gpu.gemm import TUNE_MIN_M, Gemm
+    from lc0_rocm.gpu.runtime.gemm import TUNE_MIN_M, Gemm
 
     m = TUNE_MIN_M  # tuned (smaller GEMMs take the heuristic's first choice)
     _run(gpu, gemm, m, 768, 768, "f16", check_rows=512)  # made (and tuned, if there was a choice) here
@@ -100,8 +100,8 @@ def test_gemm_algo_choice_is_cached_on_disk(gpu, gemm):
 
 
 def test_gemm_rejects_misaligned_and_short_buffers(gpu, gemm):
-    from lc0_rocm.gpu.hiperr import GemmError
-    from lc0_rocm.gpu.memory import DeviceBuffer
+    from lc0_rocm.gpu.runtime.hiperr import GemmError
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
 
     buf = DeviceBuffer.allocate(gpu, 1 << 20)
     with pytest.raises(GemmError, match=r"not 16-byte aligned.*m=64 n=64 k=64"):

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.gpu
 SHAPES = [(128, 8), (256, 8), (128, 2), (64, 8)]
 
 
-@pytest.mark.parametrize("variant", ["simple", "tiled", "auto"])
+@pytest.mark.parametrize("variant", ["simple", "t128", "auto"])
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
 @pytest.mark.parametrize("n", BATCHES)
 @pytest.mark.parametrize("dm,heads", SHAPES)
@@ -23,8 +23,8 @@ SHAPES = [(128, 8), (256, 8), (128, 2), (64, 8)]
 def test_mha(gpu, dtype, n, dm, heads, smolgen, variant):
     """'auto' is mha_t128 for head depths 8, 16 and 32 and the simple kernel for 64."""
     d = Dev(gpu, dtype)
-    if variant == "tiled" and dm // heads > 32:
-        pytest.skip("mha_tiled serves head depths <= 32")
+    if variant == "t128" and dm // heads > 32:
+        pytest.skip("mha_t128 serves head depths <= 32 (auto covers 64 with the simple kernel)")
     d.k.mha_variant = variant
     rng = np.random.default_rng()
     qkv = d.rand(rng, (n * 64, 3 * dm), 1.5)
@@ -36,7 +36,7 @@ def test_mha(gpu, dtype, n, dm, heads, smolgen, variant):
                  f"mha dm={dm} heads={heads} smolgen={smolgen} {dtype} n={n}")
 
 
-@pytest.mark.parametrize("variant", ["simple", "tiled", "t128"])
+@pytest.mark.parametrize("variant", ["simple", "t128"])
 def test_mha_strided_output_and_large_logits(gpu, variant):
     """Output into a wider buffer (ld_out > dm) leaves the other columns alone; logits ~ +-60 stay finite."""
     d = Dev(gpu, "f32")
@@ -59,8 +59,8 @@ def test_mha_rejects_depth_above_64(gpu):
         d.k.mha(d.nan(64 * 3 * 256), 1, 256, 2, d.nan(64 * 256))
 
 
-def test_mha_tiled_refuses_depth_64(gpu):
+def test_mha_t128_refuses_depth_64(gpu):
     d = Dev(gpu, "f32")
-    d.k.mha_variant = "tiled"
-    with pytest.raises(ValueError, match="tiled"):
+    d.k.mha_variant = "t128"
+    with pytest.raises(ValueError, match="mha_t128"):
         d.k.mha(d.nan(64 * 3 * 128), 1, 128, 2, d.nan(64 * 128))

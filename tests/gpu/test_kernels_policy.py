@@ -35,12 +35,12 @@ def test_attention_policy(gpu, dtype, n, pdm, split):
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
 @pytest.mark.parametrize("n", BATCHES)
 def test_policy_gather_conv_map(gpu, dtype, n):
-    from lc0_rocm.reference import conv_policy_gather
+    from lc0_rocm.encoding.policy_map import CONV_POLICY_GATHER_SQUARE_MAJOR
 
     d = Dev(gpu, dtype)
     rng = np.random.default_rng()
     x = d.rand(rng, (n, 64 * 80))
-    idx = conv_policy_gather()
+    idx = CONV_POLICY_GATHER_SQUARE_MAJOR
     out = d.nan(n * 1858, np.float32)
     d.k.policy_gather(d.put(x), 64 * 80, d.put(idx, np.int32), out, n)
     assert_close(d.get(out, (n, 1858), np.float32), twin.policy_gather(x, n, 64 * 80, idx), 0, 0, "policy_gather")

@@ -50,9 +50,7 @@ def _net(spec: str):
 
 
 def _head(planes, n):
-    from lc0_rocm.encoding.packed import PackedPlanes
-
-    return PackedPlanes(planes.masks[:n], planes.values[:n], planes.transforms[:n])
+    return planes.rows(0, n)
 
 
 def _max_diffs(out, ref) -> dict:
@@ -71,7 +69,7 @@ def _nan_count(out) -> int:
 
 @pytest.mark.parametrize("spec", NETS)
 def test_fp32_matches_float64_reference(gpu, spec):
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.nn.network import GpuNetwork
     from lc0_rocm.reference import Reference
 
     net, planes, _ = _net(spec)
@@ -93,7 +91,7 @@ def test_fp32_matches_float64_reference(gpu, spec):
 def test_fp16_agrees_with_reference(gpu, spec):
     from lc0_rocm.backends.cpu import CpuBackend
     from lc0_rocm.commands.validate import compare
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.nn.network import GpuNetwork
 
     net, planes, legal = _net(spec)
     if spec in GENERATED:
@@ -120,7 +118,7 @@ def test_fp16_agrees_with_reference(gpu, spec):
 @pytest.mark.parametrize("spec", ["bt-small-smolgen-pedense.pb.gz", "apmish-small.pb.gz", "maia-1500.pb.gz"])
 def test_batch_sizes_agree(gpu, spec):
     """Batches of 1, 7, 64 and 256 (different GEMM shapes, a partial last pass) give the reference's answers."""
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.nn.network import GpuNetwork
     from lc0_rocm.reference import Reference
 
     net, planes, _ = _net(spec)

@@ -43,7 +43,7 @@ def _same(a, b):
 
 
 def test_graph_replay_matches_eager_and_reference(gpu):
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.nn.network import GpuNetwork
     from lc0_rocm.reference import Reference
 
     net = _net()
@@ -68,7 +68,7 @@ def test_graph_replay_matches_eager_and_reference(gpu):
 
 
 def test_fp16_graph_equals_eager_bitwise(gpu):
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.nn.network import GpuNetwork
 
     net = _net("t82-small-pemap.pb.gz")
     planes = _planes(net, 40)
@@ -89,7 +89,7 @@ def test_fp16_graph_equals_eager_bitwise(gpu):
 def test_batches_in_flight_keep_their_own_outputs(gpu):
     """Four batches submitted before any is collected (different sizes and inputs, graphs and eager
     runs interleaved): each collect returns its own batch's answers."""
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.nn.network import GpuNetwork
     from lc0_rocm.reference import Reference
 
     net = _net()
@@ -111,7 +111,7 @@ def test_batches_in_flight_keep_their_own_outputs(gpu):
 
 
 def test_slots_return_to_the_pool_when_outputs_are_dropped(gpu):
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.nn.network import GpuNetwork
 
     net = _net()
     planes = _planes(net, 8)
@@ -133,7 +133,7 @@ def test_slots_return_to_the_pool_when_outputs_are_dropped(gpu):
 
 
 def test_evaluate_timed_and_large_batches_in_pieces(gpu):
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.nn.network import GpuNetwork
     from lc0_rocm.reference import Reference
 
     net = _net()
@@ -178,7 +178,7 @@ def test_backend_options_submit_collect_and_two_runners(gpu):
 
 
 def test_conv_net_through_graphs(gpu):
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.nn.network import GpuNetwork
     from lc0_rocm.reference import Reference
 
     net = _net("apmish-small.pb.gz")
@@ -197,7 +197,7 @@ def test_conv_net_through_graphs(gpu):
 
 def test_outputs_outlive_the_network(gpu):
     """Outputs read after close() are still the answers (their pinned slot is freed only when dropped)."""
-    from lc0_rocm.gpu.network import GpuNetwork
+    from lc0_rocm.gpu.nn.network import GpuNetwork
 
     net = _net()
     planes = _planes(net, 4)
@@ -212,10 +212,11 @@ def test_outputs_outlive_the_network(gpu):
     gc.collect()
 
 
-@pytest.mark.parametrize("opts", [dict(side_stream=False, gemv=False), dict(side_stream=True, gemv=True)])
-def test_side_stream_and_gemv_paths(gpu, opts):
-    """Smolgen on the side stream (eager and captured) and gemv for batches <= 8 give the reference."""
-    from lc0_rocm.gpu.network import GpuNetwork
+@pytest.mark.parametrize("opts", [dict(side_stream=False, mha_variant="simple"), dict(side_stream=True)])
+def test_side_stream_and_simple_attention_paths(gpu, opts):
+    """Smolgen on the side stream (eager and captured), and the simple attention kernel (the fallback for
+    head depths mha_t128 cannot serve) in a whole network, give the reference."""
+    from lc0_rocm.gpu.nn.network import GpuNetwork
     from lc0_rocm.reference import Reference
 
     net = _net()
@@ -237,7 +238,7 @@ def test_side_stream_and_gemv_paths(gpu, opts):
 def test_two_devices_split_a_batch(gpu):
     """gpus=0:1 (lc0's demux): each device computes its piece; the joined outputs are the reference's."""
     from lc0_rocm.backends.factory import create_backend
-    from lc0_rocm.gpu.device import device_count
+    from lc0_rocm.gpu.runtime.device import device_count
     from lc0_rocm.reference import Reference
 
     if device_count() < 2:

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.gpu
 
 
 def test_device_attributes(gpu):
-    from lc0_rocm.gpu.hiperr import hip_call
+    from lc0_rocm.gpu.runtime.hiperr import hip_call
 
     assert gpu.name.strip()
     assert re.fullmatch(r"gfx[0-9a-f]+|sm_\d+", gpu.arch), gpu.arch_full
@@ -27,7 +27,7 @@ def test_device_attributes(gpu):
 
 
 def test_upload_download_views_and_fill(gpu):
-    from lc0_rocm.gpu.memory import DeviceBuffer
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
 
     rng = np.random.default_rng()
     host = rng.integers(0, 256, size=1 << 20, dtype=np.uint8)
@@ -48,8 +48,8 @@ def test_upload_download_views_and_fill(gpu):
 
 
 def test_arena_alignment_exhaustion_and_reset(gpu):
-    from lc0_rocm.gpu.hiperr import GpuError
-    from lc0_rocm.gpu.memory import Arena
+    from lc0_rocm.gpu.runtime.hiperr import GpuError
+    from lc0_rocm.gpu.runtime.memory import Arena
 
     arena = Arena(gpu, 1 << 20)
     a = arena.alloc(100)
@@ -68,8 +68,8 @@ def test_arena_alignment_exhaustion_and_reset(gpu):
 
 
 def test_pinned_async_roundtrip_on_stream(gpu):
-    from lc0_rocm.gpu.memory import DeviceBuffer, PinnedBuffer
-    from lc0_rocm.gpu.stream import Stream
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer, PinnedBuffer
+    from lc0_rocm.gpu.runtime.stream import Stream
 
     n = 1 << 18
     pin_in, pin_out = PinnedBuffer(n * 4), PinnedBuffer(n * 4)
@@ -87,9 +87,9 @@ def test_pinned_async_roundtrip_on_stream(gpu):
 
 def test_events_time_and_order_work_across_streams(gpu):
     """A long kernel on stream 1, an event, stream 2 waits for it and copies the result: the copy sees it."""
-    from lc0_rocm.gpu import ops
-    from lc0_rocm.gpu.memory import DeviceBuffer
-    from lc0_rocm.gpu.stream import Event, Stream
+    from lc0_rocm.gpu.nn import kernels
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
+    from lc0_rocm.gpu.runtime.stream import Event, Stream
 
     n = 1 << 25  # 32 Mi floats: long enough that an unordered copy would read stale data
     x = DeviceBuffer.allocate(gpu, n * 4)
@@ -101,8 +101,8 @@ def test_events_time_and_order_work_across_streams(gpu):
     start, done = Event(), Event()
     start.record(s1)
     for _ in range(4):
-        ops.bias_act(gpu, y, x, None, n, act="relu2", dtype="f32", stream=s1)  # relu2(-3) = 0 ...
-    ops.bias_act(gpu, y, x, None, n, act="selu", dtype="f32", stream=s1)  # ... then selu(-3) != 0
+        kernels.bias_act(gpu, y, x, None, n, act="relu2", dtype="f32", stream=s1)  # relu2(-3) = 0 ...
+    kernels.bias_act(gpu, y, x, None, n, act="selu", dtype="f32", stream=s1)  # ... then selu(-3) != 0
     done.record(s1)
     s2.wait(done)
     out.copy_from(y, stream=s2)
@@ -116,7 +116,7 @@ def test_events_time_and_order_work_across_streams(gpu):
 
 
 def test_compile_cache_second_start_compiles_nothing(gpu, tmp_path, monkeypatch):
-    from lc0_rocm.gpu.compiler import Compiler
+    from lc0_rocm.gpu.runtime.compiler import Compiler
 
     monkeypatch.setenv("LC0_ROCM_CACHE", str(tmp_path))
     first = Compiler(gpu.arch)
@@ -131,8 +131,8 @@ def test_compile_cache_second_start_compiles_nothing(gpu, tmp_path, monkeypatch)
 
 
 def test_compile_error_names_file_and_carries_log(gpu, tmp_path, monkeypatch):
-    from lc0_rocm.gpu.compiler import Compiler
-    from lc0_rocm.gpu.hiperr import CompileError
+    from lc0_rocm.gpu.runtime.compiler import Compiler
+    from lc0_rocm.gpu.runtime.hiperr import CompileError
 
     monkeypatch.setenv("LC0_ROCM_CACHE", str(tmp_path))
     src = '#include "common.h"\nextern "C" __global__ void broken(float* y) { y[0] = no_such_name; }\n'
@@ -142,7 +142,7 @@ def test_compile_error_names_file_and_carries_log(gpu, tmp_path, monkeypatch):
 
 
 def test_kernel_launch_checks_argument_types(gpu):
-    from lc0_rocm.gpu.kernel import get_kernel
+    from lc0_rocm.gpu.runtime.kernel import get_kernel
 
     k = get_kernel(gpu, "bias_act.hip", "bias_act_relu_f32")
     with pytest.raises(TypeError, match="no explicit type"):
@@ -151,9 +151,9 @@ def test_kernel_launch_checks_argument_types(gpu):
 
 
 def test_errors_name_the_call_and_the_hip_error(gpu):
-    from lc0_rocm.gpu.hiperr import GpuError, hip_call
-    from lc0_rocm.gpu.kernel import Module
-    from lc0_rocm.gpu.memory import DeviceBuffer
+    from lc0_rocm.gpu.runtime.hiperr import GpuError, hip_call
+    from lc0_rocm.gpu.runtime.kernel import Module
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
 
     with pytest.raises(GpuError, match=r"hipSetDevice failed: hipErrorInvalidDevice \(101\)"):
         hip_call("hipSetDevice", 9999)
@@ -162,12 +162,46 @@ def test_errors_name_the_call_and_the_hip_error(gpu):
         DeviceBuffer.allocate(gpu, 1 << 50)
     with pytest.raises(GpuError, match=r"hipModuleLoadData failed: hipError\w+"):
         Module(b"\x7fELF this is not a code object" + bytes(64), gpu)
-    from lc0_rocm.gpu.kernel import get_module
+    from lc0_rocm.gpu.runtime.kernel import get_module
 
     with pytest.raises(GpuError, match=r"hipModuleGetFunction failed: hipError\w+"):
         get_module(gpu, "bias_act.hip").function("no_such_kernel")
-    from lc0_rocm.gpu.hiperr import hip_modules
+    from lc0_rocm.gpu.runtime.hiperr import hip_modules
 
     hip = hip_modules()["hip"]
     assert int(hip.hipGetLastError()[0].value) != 0  # the failures above are reported once ...
     assert int(hip.hipGetLastError()[0].value) == 0  # ... and then cleared
+
+
+def test_launch_observer_records_kernels_and_gemms_and_replays_them(gpu):
+    """runtime.observe (the profilers' hook): a bias_act launch and a hipBLASLt matmul are reported with
+    their names and arguments, and each replay on another stream recomputes the same result."""
+    from lc0_rocm.gpu.nn import kernels
+    from lc0_rocm.gpu.runtime.gemm import Gemm
+    from lc0_rocm.gpu.runtime.memory import DeviceBuffer
+    from lc0_rocm.gpu.runtime.observe import observe
+    from lc0_rocm.gpu.runtime.stream import Stream
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 32), dtype=np.float32)
+    w = rng.standard_normal((16, 32), dtype=np.float32)
+    bufs = {k: DeviceBuffer.allocate(gpu, 64 * 32 * 4) for k in ("x", "w", "y", "z")}
+    bufs["x"].upload(x)
+    bufs["w"].upload(w)
+    g = Gemm(gpu)
+    seen = []
+    with observe(seen.append):
+        g.linear(bufs["x"], bufs["w"], bufs["y"], 64, 16, 32, dtype="f32")
+        kernels.bias_act(gpu, bufs["z"], bufs["y"], None, 64 * 16, act="relu", dtype="f32")
+        gpu.stream.synchronize()
+    assert [(op.kind, op.name) for op in seen] == [("gemm", "gemm 64x16x32 f32 none"), ("kernel", "act8_relu_f32")]
+    want = bufs["z"].to_numpy(np.float32, (64, 16)).copy()
+    assert np.allclose(want, np.maximum(x @ w.T, 0), rtol=1e-4, atol=1e-4)
+    bufs["y"].fill_byte(0)
+    bufs["z"].fill_byte(0xFF)
+    s = Stream(gpu)
+    for op in seen:
+        op.replay(s)
+    s.synchronize()
+    np.testing.assert_array_equal(bufs["z"].to_numpy(np.float32, (64, 16)), want)
+    g.close()

@@ -17,17 +17,20 @@ once (the host copies the inputs into the slot's pinned buffer and issues ~15 ru
 `collect(pending) -> NetOutputs` waits for that batch's last event without holding any lock. The
 policy array it returns is a view of the slot's pinned memory: the slot goes back to the pool when the
 last array viewing it is garbage-collected (the value/moves-left columns are small copies).
-`evaluate(planes)` = submit every piece of at most max_batch, then collect them all.
+`evaluate(planes)` = submit every piece of at most max_batch (`planes.chunks`), then collect them all
+(`NetOutputs.concat`).
 
 Parts A and B are captured once per batch size (and moves-left on/off) into graphs (hipGraph) when
 `graphs=True`: the first batch of a size runs eagerly (that makes and tunes the GEMM plans and
 compiles the kernels), then both parts are captured on a private stream and replayed from then on,
-one launch each. The workspace and staging pointers are fixed, so one graph serves every slot.
+one launch each. The workspace and staging pointers are fixed, so one graph serves every slot. A runtime
+whose capture fails runs eagerly from then on (`graph_error` says why; logged once as a warning).
 """
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import threading
 import time
 import weakref
@@ -36,29 +39,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.base import NetOutputs
-from ..encoding.packed import NUM_PLANES, PackedPlanes
-from ..net.description import AttentionPolicyHead, ClassicalPolicyHead, ConvPolicyHead, NetDescription
-from .gemm import Gemm
-from .hiperr import GpuError, hip_call, hip_modules
-from .layers import Context, Workspace
-from .layers_attention import AttentionBodyGpu, AttentionPolicyGpu
-from .layers_conv import ClassicalPolicyGpu, ConvPolicyGpu, ConvTowerGpu
-from .layers_heads import HeadsGpu
-from .memory import DeviceBuffer, PinnedBuffer
-from .nn_kernels import POLICY_SIZE, NnKernels
-from .stream import Event, Graph, Stream
+from ...encoding.outputs import POLICY_SIZE, NetOutputs
+from ...encoding.packed import NUM_PLANES, PackedPlanes
+from ...net.description import AttentionPolicyHead, ClassicalPolicyHead, ConvPolicyHead, NetDescription
+from ..runtime.device import device_count
+from ..runtime.dtypes import storage_type
+from ..runtime.gemm import WORKSPACE_BYTES, Gemm
+from ..runtime.hiperr import GpuError, check, hip_module
+from ..runtime.memory import DeviceBuffer, PinnedBuffer
+from ..runtime.stream import Event, Graph, Stream
+from .attention import AttentionBodyGpu, AttentionPolicyGpu
+from .conv import ClassicalPolicyGpu, ConvPolicyGpu, ConvTowerGpu
+from .heads import HeadsGpu
+from .kernels import NnKernels
+from .layers import Context, SideStream, Workspace, split_input
 
-DTYPE_ITEMSIZE = {"f32": 4, "f16": 2}
+log = logging.getLogger(__name__)
 IN_BYTES = NUM_PLANES * (8 + 4)  # per position: 112 uint64 masks, then (after all masks) 112 float32 values
 POLICY_BYTES = POLICY_SIZE * 4
 HEADS_BYTES = 5 * 4
 OUT_BYTES = POLICY_BYTES + HEADS_BYTES
-
-
-def _check(status, call: str) -> None:
-    if status:  # hipError_t is an IntEnum; 0 is success
-        raise GpuError(f"{call} failed: {getattr(status, 'name', status)} ({int(status)})")
 
 
 class _Slot:
@@ -151,30 +151,24 @@ class GpuNetwork:
 
     def __init__(self, net: NetDescription, device, dtype: str = "f16", max_batch: int = 1024,
                  gemm: Gemm | None = None, graphs: bool = True, mha_variant: str = "auto",
-                 vector_ln: bool = True, side_stream: bool = True, gemv: bool = False, gemm_tune: bool = True,
-                 buckets: bool = True):
-        if dtype not in DTYPE_ITEMSIZE:
-            raise ValueError(f"dtype must be 'f32' or 'f16', got {dtype!r}")
+                 vector_ln: bool = True, side_stream: bool = True, gemm_tune: bool = True, buckets: bool = True):
+        itemsize = storage_type(dtype).itemsize
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.net, self.device, self.dtype, self.max_batch = net, device, dtype, int(max_batch)
         self.use_graphs = bool(graphs)
+        self.graph_error: str | None = None
         self.buckets = bool(buckets)
         self._own_gemm = gemm is None
         device.make_current()
         stream = Stream(device)
         self.upload_stream, self.download_stream = Stream(device), Stream(device)
         self._capture_stream = Stream(device)
-        ws = Workspace(device, DTYPE_ITEMSIZE[dtype])
-        self.ctx = Context(device, dtype, gemm or Gemm(device, tune=gemm_tune), NnKernels(device, dtype, mha_variant, vector_ln), stream, self.max_batch, ws)
-        self.ctx.use_gemv = bool(gemv)
-        from .device import device_count
-
+        ws = Workspace(device, itemsize)
+        self.ctx = Context(device, dtype, gemm or Gemm(device, tune=gemm_tune),
+                           NnKernels(device, dtype, mha_variant, vector_ln), stream, self.max_batch, ws)
         self._multi_device = device_count() > 1  # make the device current before each enqueue
         if side_stream and net.body is not None and any(e.mha.smolgen is not None for e in net.body.encoders):
-            from .gemm import WORKSPACE_BYTES
-            from .layers import SideStream
-
             self.ctx.side = SideStream(device, self.ctx.gemm.workspace.nbytes if gemm else WORKSPACE_BYTES)
         self._lock = threading.Lock()  # orders enqueues (and graph captures) on the compute stream
         self._graphs: dict[tuple, tuple[Graph, Graph]] = {}
@@ -183,6 +177,10 @@ class GpuNetwork:
         try:
             self._build()
             b = self.max_batch
+            if self.tower is not None:
+                ws.request("tower", b * 64 * self.tower.filters)
+            if self.body is not None:
+                ws.request("x", b * 64 * self.body.E)
             ws.request("input", b * IN_BYTES, 1)
             ws.request("policy", b * POLICY_SIZE, 4)
             ws.request("heads", b * 5, 4)
@@ -191,7 +189,7 @@ class GpuNetwork:
         except Exception:
             self.close()
             raise
-        hip = hip_modules()["hip"]
+        hip = hip_module("hip")  # the per-batch calls, looked up once; their statuses go to `check`
         self._h2d, self._d2h, self._d2d = hip.hipMemcpyHtoDAsync, hip.hipMemcpyDtoHAsync, hip.hipMemcpyDtoDAsync
         self._record, self._wait, self._sync = hip.hipEventRecord, hip.hipStreamWaitEvent, hip.hipEventSynchronize
 
@@ -220,25 +218,22 @@ class GpuNetwork:
 
     # ------------------------------------------------------------------ the forward pass, in two parts
 
-    def _inputs(self, n: int) -> tuple[DeviceBuffer, DeviceBuffer]:
-        inp = self.ctx.ws["input"]
-        return inp.view(0, n * NUM_PLANES * 8), inp.view(n * NUM_PLANES * 8, n * NUM_PLANES * 4)
-
     def _part_a(self, n: int) -> None:
-        """Workspace input -> body -> policy logits (float32) in workspace `policy`."""
+        """Workspace input -> tower and/or body -> policy logits (float32) in workspace `policy`."""
         ws = self.ctx.ws
-        masks, values = self._inputs(n)
-        feats = None
+        x = ws["input"]
         if self.tower is not None:
-            feats = self.tower(n, masks, values)
+            self.tower(ws["input"], ws["tower"], n)
+            x = ws["tower"]
         if self.body is not None:
-            feats = self.body(n, masks, values)
-        self._feats = feats
-        self.policy(feats, n, ws["policy"])
+            self.body(ws["tower"] if self.body.body.embedding == "tower" else ws["input"], ws["x"], n)
+            x = ws["x"]
+        self._feats = x
+        self.policy(x, ws["policy"], n)
 
     def _part_b(self, n: int, with_mlh: bool) -> None:
         """Body output -> value and moves-left heads -> workspace `heads` (float32 [n, 5])."""
-        self.heads(self._feats, n, self.ctx.ws["heads"], with_mlh=with_mlh)
+        self.heads(self._feats, self.ctx.ws["heads"], n, with_mlh=with_mlh)
 
     def enqueue(self, n: int, masks: np.ndarray, values: np.ndarray, with_mlh: bool = True) -> None:
         """Queue one batch eagerly on the compute stream (host arrays must stay alive until synchronized).
@@ -246,40 +241,49 @@ class GpuNetwork:
         The plain path without slots or graphs: kept for kernel-level tools and tests.
         """
         ctx, ws = self.ctx, self.ctx.ws
-        m, v = self._inputs(n)
+        m, v = split_input(ws["input"], n)
         m.upload(np.ascontiguousarray(masks, dtype=np.uint64), stream=ctx.stream)
         v.upload(np.ascontiguousarray(values, dtype=np.float32), stream=ctx.stream)
         self._part_a(n)
         self._part_b(n, with_mlh)
 
-    def _compute(self, n: int, with_mlh: bool, slot: _Slot) -> None:
+    def _compute(self, n: int, with_mlh: bool, slot: _Slot, mark=None) -> None:
         """Queue parts A and B on the compute stream (graphs when captured) with the slot copies between."""
         ctx, ws, s = self.ctx, self.ctx.ws, self.ctx.stream.handle
         key = (n, with_mlh)
         graphs = self._graphs.get(key) if self.use_graphs else None
-        _check(self._d2d(ws["input"].ptr, slot.dev_in.ptr, n * IN_BYTES, s)[0], "hipMemcpyDtoDAsync")
+        check(self._d2d(ws["input"].ptr, slot.dev_in.ptr, n * IN_BYTES, s)[0], "hipMemcpyDtoDAsync")
+        if mark is not None:
+            mark("d2d in", ctx.stream)
         if graphs is not None:
             graphs[0].launch(ctx.stream)
         else:
             self._part_a(n)
-        _check(self._d2d(slot.dev_out.ptr, ws["policy"].ptr, n * POLICY_BYTES, s)[0], "hipMemcpyDtoDAsync")
-        _check(self._record(slot.ev_pol.handle, s)[0], "hipEventRecord")
+        if mark is not None:
+            mark("part A", ctx.stream)
+        check(self._d2d(slot.dev_out.ptr, ws["policy"].ptr, n * POLICY_BYTES, s)[0], "hipMemcpyDtoDAsync")
+        check(self._record(slot.ev_pol.handle, s)[0], "hipEventRecord")
+        if mark is not None:
+            mark("d2d policy", ctx.stream)
         if graphs is not None:
             graphs[1].launch(ctx.stream)
         else:
             self._part_b(n, with_mlh)
-        _check(self._d2d(slot.dev_out.ptr + n * POLICY_BYTES, ws["heads"].ptr, n * HEADS_BYTES, s)[0],
-               "hipMemcpyDtoDAsync")
-        _check(self._record(slot.ev_done.handle, s)[0], "hipEventRecord")
+        if mark is not None:
+            mark("part B", ctx.stream)
+        check(self._d2d(slot.dev_out.ptr + n * POLICY_BYTES, ws["heads"].ptr, n * HEADS_BYTES, s)[0],
+              "hipMemcpyDtoDAsync")
+        check(self._record(slot.ev_done.handle, s)[0], "hipEventRecord")
+        if mark is not None:
+            mark("d2d heads", ctx.stream)
         if self.use_graphs and graphs is None:
             # every GEMM plan of this size now exists and is tuned, every kernel compiled: capture
             try:
                 self._capture(n, with_mlh)
             except GpuError as e:  # a runtime without working capture: stay eager, say so once
-                import sys
-
-                print(f"lc0-rocm: graph capture failed ({e}); running without graphs", file=sys.stderr)
+                self.graph_error = str(e)
                 self.use_graphs = False
+                log.warning("graph capture failed (%s); running without graphs", e)
 
     def _capture(self, n: int, with_mlh: bool) -> None:
         ctx = self.ctx
@@ -321,9 +325,13 @@ class GpuNetwork:
         """The distinct run sizes of batches of 1..up_to positions."""
         return sorted({self.run_size(n) for n in range(1, min(up_to, self.max_batch) + 1)})
 
-    def submit(self, planes: PackedPlanes, with_mlh: bool = True, timed: bool = False) -> Pending:
+    def submit(self, planes: PackedPlanes, with_mlh: bool = True, timed: bool = False, mark=None) -> Pending:
         """Queue one batch of at most max_batch positions; returns at once (`timed`: for collect(timed=True)).
-        Rows past the batch in its run size hold whatever the slot held: their outputs are dropped."""
+        Rows past the batch in its run size hold whatever the slot held: their outputs are dropped.
+
+        `mark(step, stream)`, for profilers, is called on the host after each step is queued ("h2d in",
+        "d2d in", "part A", "d2d policy", "part B", "d2d heads", "d2h policy", "d2h heads") with the
+        stream the step went to (tools/perf_suite.py records an event there)."""
         n_valid = len(planes)
         if not 1 <= n_valid <= self.max_batch:
             raise ValueError(f"submit: batch of {n_valid} positions, expected 1..{self.max_batch}")
@@ -343,17 +351,23 @@ class GpuNetwork:
                     self.device.make_current()
                 up, dn = self.upload_stream.handle, self.download_stream.handle
                 if timed:
-                    _check(rec(slot.ev_start.handle, up)[0], "hipEventRecord")
-                _check(self._h2d(slot.dev_in.ptr, slot.pin_in.ptr, n * IN_BYTES, up)[0], "hipMemcpyHtoDAsync")
-                _check(rec(slot.ev_up.handle, up)[0], "hipEventRecord")
-                _check(wait(self.ctx.stream.handle, slot.ev_up.handle, 0)[0], "hipStreamWaitEvent")
-                self._compute(n, with_mlh, slot)
-                _check(wait(dn, slot.ev_pol.handle, 0)[0], "hipStreamWaitEvent")
-                _check(self._d2h(slot.pin_out.ptr, slot.dev_out.ptr, n * POLICY_BYTES, dn)[0], "hipMemcpyDtoHAsync")
-                _check(wait(dn, slot.ev_done.handle, 0)[0], "hipStreamWaitEvent")
-                _check(self._d2h(slot.pin_out.ptr + n * POLICY_BYTES, slot.dev_out.ptr + n * POLICY_BYTES,
-                                 n * HEADS_BYTES, dn)[0], "hipMemcpyDtoHAsync")
-                _check(rec(slot.ev_out.handle, dn)[0], "hipEventRecord")
+                    check(rec(slot.ev_start.handle, up)[0], "hipEventRecord")
+                check(self._h2d(slot.dev_in.ptr, slot.pin_in.ptr, n * IN_BYTES, up)[0], "hipMemcpyHtoDAsync")
+                if mark is not None:
+                    mark("h2d in", self.upload_stream)
+                check(rec(slot.ev_up.handle, up)[0], "hipEventRecord")
+                check(wait(self.ctx.stream.handle, slot.ev_up.handle, 0)[0], "hipStreamWaitEvent")
+                self._compute(n, with_mlh, slot, mark)
+                check(wait(dn, slot.ev_pol.handle, 0)[0], "hipStreamWaitEvent")
+                check(self._d2h(slot.pin_out.ptr, slot.dev_out.ptr, n * POLICY_BYTES, dn)[0], "hipMemcpyDtoHAsync")
+                if mark is not None:
+                    mark("d2h policy", self.download_stream)
+                check(wait(dn, slot.ev_done.handle, 0)[0], "hipStreamWaitEvent")
+                check(self._d2h(slot.pin_out.ptr + n * POLICY_BYTES, slot.dev_out.ptr + n * POLICY_BYTES,
+                                n * HEADS_BYTES, dn)[0], "hipMemcpyDtoHAsync")
+                if mark is not None:
+                    mark("d2h heads", self.download_stream)
+                check(rec(slot.ev_out.handle, dn)[0], "hipEventRecord")
         except BaseException:
             self.pool.release(slot)
             raise
@@ -368,7 +382,7 @@ class GpuNetwork:
         pending.collected = True
         slot, n = pending.slot, pending.n
         try:
-            _check(self._sync(slot.ev_out.handle)[0], "hipEventSynchronize")
+            check(self._sync(slot.ev_out.handle)[0], "hipEventSynchronize")
             seconds = slot.ev_start.elapsed_ms(slot.ev_out) * 1e-3 if timed else 0.0
         except BaseException:
             self.pool.release(slot)
@@ -395,22 +409,15 @@ class GpuNetwork:
     # ------------------------------------------------------------------ synchronous API
 
     def evaluate(self, planes: PackedPlanes, with_mlh: bool = True) -> NetOutputs:
-        outs = [self.collect(p) for p in [self.submit(piece, with_mlh) for piece in self._pieces(planes)]]
-        return outs[0] if len(outs) == 1 else concat_outputs(outs)
+        pend = [self.submit(piece, with_mlh) for piece in planes.chunks(self.max_batch)]
+        return NetOutputs.concat([self.collect(p) for p in pend])
 
     def evaluate_timed(self, planes: PackedPlanes, with_mlh: bool = True) -> tuple[NetOutputs, float]:
         """Like evaluate; also the device seconds from the first upload to the last download."""
-        pend = [self.submit(piece, with_mlh, timed=True) for piece in self._pieces(planes)]
+        pend = [self.submit(piece, with_mlh, timed=True) for piece in planes.chunks(self.max_batch)]
         outs = [self.collect(p) for p in pend]
         seconds = pend[0].slot.ev_start.elapsed_ms(pend[-1].slot.ev_out) * 1e-3  # outs keep the slots leased
-        return (outs[0] if len(outs) == 1 else concat_outputs(outs)), seconds
-
-    def _pieces(self, planes: PackedPlanes):
-        n = len(planes)
-        for s in range(0, n, self.max_batch):
-            e = min(n, s + self.max_batch)
-            yield planes if (s == 0 and e == n) else PackedPlanes(planes.masks[s:e], planes.values[s:e],
-                                                                   planes.transforms[s:e])
+        return NetOutputs.concat(outs), seconds
 
     def close(self) -> None:
         ctx = getattr(self, "ctx", None)
@@ -432,13 +439,6 @@ class GpuNetwork:
         for s in (ctx.stream, self.upload_stream, self.download_stream, self._capture_stream):
             s.close()
         self.ctx = None
-
-
-def concat_outputs(outs: list[NetOutputs]) -> NetOutputs:
-    """NetOutputs of consecutive pieces joined into one (copies)."""
-    first = outs[0]
-    cat = lambda f: None if getattr(first, f) is None else np.concatenate([getattr(o, f) for o in outs])
-    return NetOutputs(policy=cat("policy"), wdl=cat("wdl"), q=cat("q"), d=cat("d"), mlh=cat("mlh"))
 
 
 def host_overhead_us(network: GpuNetwork, planes: PackedPlanes, reps: int = 200) -> dict:

@@ -8,6 +8,7 @@ Per (m, n, k, dtype, epilogue) a `_Plan` builds its descriptors once and picks a
 is asked for many candidates (split-K variants included) with a 32 MiB workspace; for m >= TUNE_MIN_M each
 is timed once on the caller's buffers and the fastest is kept, smaller GEMMs take the heuristic's first. The winner's rank in the heuristic's list is cached on disk per
 device (cache_root()/gemm/*.json); later processes ask the heuristic again and take that rank without timing.
+Every matmul is reported to the observers of `observe` (profilers) when there are any.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import threading
 
 import numpy as np
 
+from . import observe
 from .compiler import _hip_python_version, cache_root
-from .hiperr import GemmError, GpuError, hip_modules, lt_call
+from .dtypes import STORAGE_TYPES
+from .hiperr import GemmError, GpuError, hip_enum, lt_call
 from .memory import DeviceBuffer
 
 WORKSPACE_BYTES = 32 << 20  # split-K and stream-K kernels need scratch; 32 MiB covers them on both vendors
@@ -39,19 +42,8 @@ EPILOGUES = {  # (act, has_bias) -> hipblasLtEpilogue_t member
     ("gelu", False): "HIPBLASLT_EPILOGUE_GELU",
     ("gelu", True): "HIPBLASLT_EPILOGUE_GELU_BIAS",
 }
-_DTYPES = {"f16": ("HIP_R_16F", 2), "f32": ("HIP_R_32F", 4)}
 # hipBLASLt heuristic result: algo (16 bytes + size_t) | workspaceSize | state | wavesCount | reserved[4]
 _RESULT = np.dtype([("algo", "V24"), ("workspace", "<u8"), ("state", "<i4"), ("waves", "<f4"), ("reserved", "V16")])
-
-
-def _enum(lib: str, enum: str, member: str):
-    return getattr(getattr(hip_modules()[lib], enum), member)
-
-
-def _blas_enum(enum: str, member: str):
-    from hip import hipblas  # enums shared by hipBLAS and hipBLASLt (operation, compute type)
-
-    return getattr(getattr(hipblas, enum), member)
 
 
 def _i32(v) -> np.ndarray:
@@ -67,13 +59,14 @@ class _Plan:
         self.algo: np.ndarray | None = None
         self.algo_ms: float | None = None
         self.candidates = 0
-        data_type = _enum("hip", "hipDataType", _DTYPES[dtype][0])
-        self.desc = lt_call("hipblasLtMatmulDescCreate", _blas_enum("hipblasComputeType_t", "HIPBLAS_COMPUTE_32F"),
-                            _enum("hip", "hipDataType", "HIP_R_32F"))
-        attr = lambda name: _enum("hipblaslt", "hipblasLtMatmulDescAttributes_t", f"HIPBLASLT_MATMUL_DESC_{name}")
-        self._set(attr("TRANSA"), _i32(_blas_enum("hipblasOperation_t", "HIPBLAS_OP_T")))
-        self._set(attr("TRANSB"), _i32(_blas_enum("hipblasOperation_t", "HIPBLAS_OP_N")))
-        self._set(attr("EPILOGUE"), _i32(_enum("hipblaslt", "hipblasLtEpilogue_t", EPILOGUES[(act, has_bias)])))
+        data_type = hip_enum("hip", "hipDataType", STORAGE_TYPES[dtype].hip)
+        # operation and compute type enums are hipBLAS's (shared with hipBLASLt)
+        self.desc = lt_call("hipblasLtMatmulDescCreate", hip_enum("hipblas", "hipblasComputeType_t", "HIPBLAS_COMPUTE_32F"),
+                            hip_enum("hip", "hipDataType", "HIP_R_32F"))
+        attr = lambda name: hip_enum("hipblaslt", "hipblasLtMatmulDescAttributes_t", f"HIPBLASLT_MATMUL_DESC_{name}")
+        self._set(attr("TRANSA"), _i32(hip_enum("hipblas", "hipblasOperation_t", "HIPBLAS_OP_T")))
+        self._set(attr("TRANSB"), _i32(hip_enum("hipblas", "hipblasOperation_t", "HIPBLAS_OP_N")))
+        self._set(attr("EPILOGUE"), _i32(hip_enum("hipblaslt", "hipblasLtEpilogue_t", EPILOGUES[(act, has_bias)])))
         self._bias_attr = attr("BIAS_POINTER")
         self.a = lt_call("hipblasLtMatrixLayoutCreate", data_type, k, n, k)  # w: k×n col-major, ld k
         self.b = lt_call("hipblasLtMatrixLayoutCreate", data_type, k, m, k)  # x: k×m col-major, ld k
@@ -92,7 +85,7 @@ class _Plan:
         try:
             ws = np.array([self.gemm.workspace.nbytes], dtype=np.uint64)
             lt_call("hipblasLtMatmulPreferenceSetAttribute", pref,
-                    _enum("hipblaslt", "hipblasLtMatmulPreferenceAttributes_t",
+                    hip_enum("hipblaslt", "hipblasLtMatmulPreferenceAttributes_t",
                           "HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES"), ws, ws.nbytes)
             results = np.zeros(REQUESTED_ALGOS, dtype=_RESULT)
             count = lt_call("hipblasLtMatmulAlgoGetHeuristic", self.gemm.handle, self.desc, self.a, self.b,
@@ -143,13 +136,13 @@ class Gemm:
         `workspace` (at least this handle's workspace size) replaces the handle's own, so GEMMs can
         run concurrently on two streams.
         """
-        if dtype not in _DTYPES:
+        if dtype not in STORAGE_TYPES:
             raise GemmError(f"unsupported dtype {dtype!r} (f16, f32)", m, n, k, dtype)
         if (act, bias is not None) not in EPILOGUES:
             raise GemmError(f"unsupported epilogue activation {act!r} (none, relu, gelu)", m, n, k, dtype)
         if min(m, n, k) < 1:
             raise GemmError("every dimension must be positive", m, n, k, dtype)
-        size = _DTYPES[dtype][1]
+        size = STORAGE_TYPES[dtype].itemsize
         for name, buf, count in (("x", x, m * k), ("w", w, n * k), ("y", y, m * n), ("bias", bias, n)):
             if buf is None:
                 continue
@@ -166,6 +159,13 @@ class Gemm:
             plan.run(x, w, y, plan.algo, s, workspace)
         except GpuError as e:
             raise GemmError(f"hipblasLtMatmul failed: {e}", m, n, k, dtype) from None
+        if observe.OBSERVERS:
+            def replay(st):
+                plan.set_bias(bias)
+                plan.run(x, w, y, plan.algo, st, workspace)
+
+            observe.notify(observe.Launch("gemm", f"gemm {m}x{n}x{k} {dtype} {act}", plan, (x, w, y, bias),
+                                          replay=replay))
         if stream is None:
             s.synchronize()
 

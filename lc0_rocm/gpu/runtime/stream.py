@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from typing import Callable
 
-from .hiperr import hip_call
+from .hiperr import check, hip_call, hip_enum, hip_status
 
 _STREAM_NON_BLOCKING = 1  # hipStreamNonBlocking
 _EVENT_DISABLE_TIMING = 2  # hipEventDisableTiming
@@ -61,7 +61,6 @@ class Stream(_HipHandle):
         hip_call("hipStreamWaitEvent", self.handle, event.handle, 0)
 
 
-
 class Event(_HipHandle):
     """A HIP event; `elapsed_ms(later)` needs both events recorded and `timing=True`."""
 
@@ -80,33 +79,25 @@ class Event(_HipHandle):
 
     def query(self) -> bool:
         """True when all work before the record has finished (hipErrorNotReady -> False)."""
-        from .hiperr import hip_modules
-
-        status = hip_modules()["hip"].hipEventQuery(self.handle)[0]
-        code = int(status.value)
-        if code == 600:  # hipErrorNotReady
+        status, _ = hip_status("hipEventQuery", self.handle)
+        if status == hip_enum("hip", "hipError_t", "hipErrorNotReady"):
             return False
-        if code != 0:
-            hip_call("hipEventQuery", self.handle)  # raises with the name
+        check(status, "hipEventQuery")
         return True
 
     def elapsed_ms(self, later: "Event") -> float:
         return float(hip_call("hipEventElapsedTime", self.handle, later.handle))
 
 
-
 class Graph(_HipHandle):
     """An executable graph (hipGraphExec_t) captured from one stream; `launch(stream)` replays it."""
 
-    def __init__(self, graph, exec_handle, nodes_hint: int = 0):
+    def __init__(self, graph, exec_handle):
         self.graph, self.exec = graph, exec_handle
-        self.nodes_hint = nodes_hint
 
     @classmethod
     def capture(cls, stream: Stream, fn: Callable[[], object]) -> "Graph":
         """Record what fn() queues on `stream` (nothing runs) and instantiate it."""
-        from .hiperr import hip_enum
-
         mode = hip_enum("hip", "hipStreamCaptureMode", "hipStreamCaptureModeRelaxed")
         hip_call("hipStreamBeginCapture", stream.handle, mode)
         try:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .hiperr import CompileError, rtc_call, rtc_status
 
-KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"  # lc0_rocm/kernels
 
 
 def cache_root() -> Path:

@@ -1,10 +1,12 @@
-"""Host launchers of the network kernels (lc0_rocm/kernels/{expand_planes,layernorm,embedding,attention,
-conv,policy,heads}.hip); their numpy twins are the functions of `lc0_rocm.reference`.
+"""Host launchers of the network kernels (lc0_rocm/kernels/{bias_act,expand_planes,layernorm,embedding,
+attention,conv,policy,heads}.hip); their numpy twins are `lc0_rocm.activations` and the functions of
+`lc0_rocm.reference`.
 
 `NnKernels(device, dtype)` binds a device and a storage dtype ('f32' or 'f16'); each method checks sizes
 and arguments, then launches asynchronously on the given stream (the device's default stream if None).
 Buffers are `DeviceBuffer`s; optional ones may be None (passed as a null pointer). Sizes are in elements
-of the storage dtype unless a method says float32 or int32.
+of the storage dtype unless a method says float32 or int32. `bias_act(dev, y, x, bias, total, channels,
+inner, act, dtype)` is also a plain function, for callers without an `NnKernels`.
 """
 
 from __future__ import annotations
@@ -13,28 +15,26 @@ import math
 
 import numpy as np
 
-from .kernel import get_kernel, ptr
+from ...encoding.outputs import POLICY_SIZE
+from ..runtime.dtypes import storage_type
+from ..runtime.kernel import get_kernel, ptr
 
-# activation name -> code; mirrors LC0_ACT_* in lc0_rocm/kernels/common.h
+# the activations every kernel knows: name -> code, mirroring LC0_ACT_* in lc0_rocm/kernels/common.h
 ACT_CODES = {"none": 0, "relu": 1, "relu2": 2, "mish": 3, "swish": 4, "selu": 5, "tanh": 6, "sigmoid": 7}
-DTYPE_SIZES = {"f32": 4, "f16": 2}
 BLOCK = 256
+MAX_GRID = 65535
 MAX_MHA_DEPTH = 64
-GEMV_MAX_M = 8  # gemv.hip's GEMV_MAX_M
-LNW_CHUNKS = 4  # layernorm.hip's LNW_CHUNKS
-POLICY_SIZE = 1858
 ATTENTION_MAP_SIZE = 4288
-
-
-MHA_VARIANTS = ("auto", "simple", "tiled", "t128")
+# attention kernels: t128 (the fast one) where mha_t128_ok, else simple (any depth <= 64); auto picks
+MHA_VARIANTS = ("auto", "simple", "t128")
 
 
 def _aligned16(*bufs) -> bool:
     return all(b is None or b.ptr % 16 == 0 for b in bufs)
 
 
-def mha_tiled_ok(depth: int) -> bool:
-    """Whether attention.hip's tiled kernel serves this head depth."""
+def mha_t128_ok(depth: int) -> bool:
+    """Whether attention.hip's mha_t128 serves this head depth."""
     return depth % 8 == 0 and depth <= 32
 
 
@@ -53,17 +53,40 @@ def act_code(name: str) -> int:
         raise ValueError(f"unknown activation {name!r} (known: {', '.join(ACT_CODES)})") from None
 
 
+def bias_act(dev, y, x, bias, total: int, channels: int = 1, inner: int = 1, act: str = "none",
+             dtype: str = "f16", stream=None) -> None:
+    """y = act(x + bias[(i // inner) % channels]) over `total` elements (bias may be None; y may be x).
+
+    Without a bias, with `total` a multiple of 8 and 16-byte aligned buffers it runs `act8_*` (8 elements
+    per thread, 16-byte accesses); otherwise `bias_act_*` (one element per thread)."""
+    act_code(act)
+    size = storage_type(dtype).itemsize
+    if total < 0 or channels < 1 or inner < 1:
+        raise ValueError(f"bad sizes total={total} channels={channels} inner={inner}")
+    if x.nbytes < total * size or y.nbytes < total * size:
+        raise ValueError(f"buffers too small for {total} {dtype} elements")
+    if bias is not None and bias.nbytes < channels * size:
+        raise ValueError(f"bias buffer too small for {channels} {dtype} elements")
+    if total == 0:
+        return
+    if bias is None and total % 8 == 0 and _aligned16(x, y):
+        n8 = total // 8
+        get_kernel(dev, "bias_act.hip", f"act8_{act}_{dtype}").launch(
+            min(_grid(n8), MAX_GRID), BLOCK, (y, x, np.int32(n8)), stream=stream)
+        return
+    get_kernel(dev, "bias_act.hip", f"bias_act_{act}_{dtype}").launch(
+        min(_grid(total), MAX_GRID), BLOCK,
+        (y, x, _p(bias), np.int32(total), np.int32(channels), np.int32(inner)), stream=stream)
+
+
 class NnKernels:
     """The network kernels of one device and storage dtype."""
 
     def __init__(self, device, dtype: str, mha_variant: str = "auto", vector_ln: bool = True):
-        if dtype not in DTYPE_SIZES:
-            raise ValueError(f"dtype must be 'f32' or 'f16', got {dtype!r}")
         if mha_variant not in MHA_VARIANTS:
             raise ValueError(f"mha_variant must be one of {MHA_VARIANTS}, got {mha_variant!r}")
-        self.device, self.dtype, self.size = device, dtype, DTYPE_SIZES[dtype]
+        self.device, self.dtype, self.size = device, dtype, storage_type(dtype).itemsize
         self.mha_variant, self.vector_ln = mha_variant, bool(vector_ln)
-        self.warp_ln = False  # layernorm_warp where the width allows: measured slower than layernorm8 on H100
         self.policy_split_below = 64  # batches smaller than this use the 16-blocks-per-position policy kernel
 
     # ------------------------------------------------------------------ helpers
@@ -107,20 +130,11 @@ class NnKernels:
             _grid(rows * width), BLOCK,
             (src, dst, np.int32(rows), np.int32(width), np.int32(ld_dst), np.int32(col0)), stream=stream)
 
-    # ------------------------------------------------------------------ small dense layers
+    # ------------------------------------------------------------------ elementwise
 
-    def gemv(self, x, w, bias, y, m: int, n: int, k: int, act: str = "none", stream=None):
-        """y[m, n] = act(x[m, k] @ w[n, k].T + bias[n]) for m <= GEMV_MAX_M, k % 8 == 0, aligned buffers."""
-        if not 1 <= m <= GEMV_MAX_M:
-            raise ValueError(f"gemv: {m} rows, expected 1..{GEMV_MAX_M}")
-        if k % 8 or not _aligned16(x, w, bias, y):
-            raise ValueError(f"gemv: needs k % 8 == 0 (k={k}) and 16-byte aligned buffers")
-        for what, buf, count in (("x", x, m * k), ("w", w, n * k), ("bias", bias, n), ("y", y, m * n)):
-            self._need(what, buf, count)
-        per_block = BLOCK // self.device.warp_size
-        self._k("gemv.hip", "gemv").launch(
-            min(-(-n // per_block), 65535), BLOCK,
-            (x, w, _p(bias), y, np.int32(m), np.int32(n), np.int32(k), np.int32(act_code(act))), stream=stream)
+    def bias_act(self, y, x, bias, total: int, channels: int = 1, inner: int = 1, act: str = "none", stream=None):
+        """y = act(x + bias[(i // inner) % channels]) over `total` elements (see the function `bias_act`)."""
+        bias_act(self.device, y, x, bias, total, channels, inner, act, self.dtype, stream)
 
     # ------------------------------------------------------------------ normalisation and gating
 
@@ -139,11 +153,6 @@ class NnKernels:
         args = (x, _p(bias), _p(skip), out, gamma, beta, _p(gate_mul), _p(gate_add), np.int32(C),
                 np.float32(alpha), np.float32(eps), np.int32(act_code(act)))
         vec = self.vector_ln and C % 8 == 0 and _aligned16(x, bias, skip, out, gamma, beta, gate_mul, gate_add)
-        if vec and self.warp_ln and C <= LNW_CHUNKS * 8 * warp:
-            per_block = BLOCK // warp
-            self._k("layernorm.hip", "layernorm_warp").launch(
-                -(-rows // per_block), BLOCK, args[:8] + (np.int32(rows),) + args[8:], stream=stream)
-            return
         if vec and C <= 8 * 1024:
             threads = -(-(C // 8) // warp) * warp
             self._k("layernorm.hip", "layernorm8").launch(rows, threads, args, stream=stream)
@@ -172,16 +181,16 @@ class NnKernels:
         self._need("out", out, n * 64 * ld_out)
         self._need("bias", bias, n * heads * 4096)
         variant = self.mha_variant
-        fits = mha_tiled_ok(depth) and ld_out % 4 == 0 and _aligned16(qkv, out, bias)
+        fits = mha_t128_ok(depth) and ld_out % 4 == 0 and _aligned16(qkv, out, bias)
         if variant == "auto":
             variant = "t128" if fits else "simple"
-        elif variant in ("tiled", "t128") and not fits:
-            raise ValueError(f"mha: the tiled kernels need a head depth that is a multiple of 8 and <= 32 (got "
+        elif variant == "t128" and not fits:
+            raise ValueError(f"mha: mha_t128 needs a head depth that is a multiple of 8 and <= 32 (got "
                              f"{depth}), ld_out % 4 == 0 (got {ld_out}) and 16-byte aligned buffers")
         args = (qkv, np.int32(3 * dm), np.int32(dm), np.int32(heads), _p(bias), out, np.int32(ld_out),
                 np.float32(1.0 / math.sqrt(depth)))
-        threads = {"t128": 128, "tiled": 256, "simple": 64}[variant]
-        name = {"t128": "mha_t128", "tiled": "mha_tiled", "simple": "mha"}[variant]
+        threads = {"t128": 128, "simple": 64}[variant]
+        name = {"t128": "mha_t128", "simple": "mha"}[variant]
         self._k("attention.hip", name, (f"-DMHA_DEPTH={depth}",)).launch((heads, n), threads, args, stream=stream)
 
     # ------------------------------------------------------------------ convolution tower

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..backends.base import NetOutputs
-from ..encoding.packed import PackedPlanes
-from .network import GpuNetwork, Pending, concat_outputs
+from ...encoding.outputs import NetOutputs
+from ...encoding.packed import PackedPlanes
+from .network import GpuNetwork, Pending
 
 
 def split_sizes(n: int, parts: int) -> list[int]:
@@ -54,15 +54,11 @@ class MultiGpuNetwork:
         sizes = split_sizes(n, k)
         first = self._next if len(sizes) < k else 0
         self._next = (first + len(sizes)) % k
-        pieces, start = [], 0
+        pieces = []
         try:
-            for i, size in enumerate(sizes):
+            for i, part in enumerate(planes.split(sizes)):
                 r = (first + i) % k
-                stop = start + size
-                part = planes if size == n else PackedPlanes(planes.masks[start:stop], planes.values[start:stop],
-                                                             planes.transforms[start:stop])
                 pieces.append((r, self.runners[r].submit(part, with_mlh, timed)))
-                start = stop
         except BaseException:
             for r, p in pieces:
                 try:
@@ -75,10 +71,8 @@ class MultiGpuNetwork:
     def collect(self, pending: MultiPending, timed: bool = False):
         res = [self.runners[r].collect(p, timed=timed) for r, p in pending.pieces]
         if not timed:
-            res = [(o, 0.0) for o in res]
-        outs = [o for o, _ in res]
-        out = outs[0] if len(outs) == 1 else concat_outputs(outs)
-        return (out, max(s for _, s in res)) if timed else out
+            return NetOutputs.concat(res)
+        return NetOutputs.concat([o for o, _ in res]), max(s for _, s in res)
 
     def evaluate(self, planes: PackedPlanes, with_mlh: bool = True) -> NetOutputs:
         return self._run(planes, with_mlh, False)
@@ -87,18 +81,11 @@ class MultiGpuNetwork:
         return self._run(planes, with_mlh, True)
 
     def _run(self, planes: PackedPlanes, with_mlh: bool, timed: bool):
-        n = len(planes)
-        pend = []
-        for s in range(0, n, self.max_batch):
-            e = min(n, s + self.max_batch)
-            part = planes if (s == 0 and e == n) else PackedPlanes(planes.masks[s:e], planes.values[s:e],
-                                                                   planes.transforms[s:e])
-            pend.append(self.submit(part, with_mlh, timed))
+        pend = [self.submit(part, with_mlh, timed) for part in planes.chunks(self.max_batch)]
         res = [self.collect(p, timed=timed) for p in pend]
         if not timed:
-            res = [(o, 0.0) for o in res]
-        out = res[0][0] if len(res) == 1 else concat_outputs([o for o, _ in res])
-        return (out, sum(s for _, s in res)) if timed else out
+            return NetOutputs.concat(res)
+        return NetOutputs.concat([o for o, _ in res]), sum(s for _, s in res)
 
     def prepare(self, up_to: int, with_mlh: bool = True) -> None:
         """Every run size of the pieces a batch of up to `up_to` positions is split into, on each device."""

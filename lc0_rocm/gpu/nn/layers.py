@@ -1,28 +1,41 @@
-"""Building blocks of the GPU network runner: the shared context, the activation workspace, `Linear`.
+"""Building blocks of the GPU network runner: the shared context, the activation workspace, `Linear`, `Norm`.
 
 Like lc0's CUDA layers, a layer owns its weights (uploaded once, in the storage dtype) and nothing else;
 activations live in the network's `Workspace`: named buffers that every layer declares while it is
 built (`ws.request(name, elements)`, the largest request per name wins) and that are allocated once,
-zero-filled, for the maximum batch. A layer reads and writes buffers by name while it runs, so two
+zero-filled, for the maximum batch. A layer's scratch buffers are workspace buffers it names, so two
 layers that run one after the other share memory, and a deep net needs no more than a shallow one.
-Layers launch on `ctx.stream` and never synchronize.
+
+Every layer is called the same way:
+
+    layer(x, y, n, lane=None, **fusions)
+
+x is its input buffer and y its output buffer (the same buffer where the layer allows it: residual
+blocks and encoder layers work in place), n the number of positions in the batch (a layer knows its
+rows per position: 64 for per-square layers, 1 for per-position ones), and `lane` where it runs: None
+for the context's main stream (`ctx.stream` at call time, the GEMM handle's own workspace), or a
+`SideStream` (its stream and its own GEMM workspace). Keyword arguments are fusions a layer offers
+(LayerNorm's bias, residual, activation and gating; the heads' moves-left switch). Layers launch
+asynchronously and never synchronize.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
-from .gemm import Gemm
-from .memory import DeviceBuffer
-from .nn_kernels import GEMV_MAX_M, NnKernels
-from .ops import bias_act
+from ...encoding.packed import NUM_PLANES
+from ...net.description import LayerNorm
+from ..runtime.dtypes import storage_type
+from ..runtime.gemm import Gemm
+from ..runtime.memory import DeviceBuffer
+from .kernels import NnKernels
 
 # activations hipBLASLt applies in the GEMM epilogue; the others run as a separate bias_act pass
 EPILOGUE_ACTS = ("none", "relu")
-NP_DTYPES = {"f32": np.float32, "f16": np.float16}
 ALIGN_ELEMS = 8  # pad GEMM widths to this many elements (16 bytes of fp16): hipBLASLt's fast paths want it
 
 
@@ -76,13 +89,16 @@ class Context:
     max_batch: int
     ws: Workspace
     weights: list = field(default_factory=list)
-    use_gemv: bool = False
     side: Optional["SideStream"] = None  # a second stream for independent branches (smolgen)
     side_max_batch: int = 64  # above this the branches compete for the whole GPU: run them in line
 
     @property
     def np_dtype(self):
-        return NP_DTYPES[self.dtype]
+        return storage_type(self.dtype).numpy
+
+    def where(self, lane: Optional["SideStream"]):
+        """(stream, GEMM workspace) of a lane: the main stream (and the GEMM handle's workspace) for None."""
+        return (self.stream, None) if lane is None else (lane.stream, lane.workspace)
 
     def upload(self, arr: np.ndarray, dtype=None) -> DeviceBuffer:
         """A device copy of `arr` in the storage dtype (or `dtype`), kept for the network's lifetime."""
@@ -107,7 +123,7 @@ class Context:
 
 
 class SideStream:
-    """A second stream with its own GEMM workspace, forked from and joined back into `ctx.stream`.
+    """A second stream with its own GEMM workspace (a lane), forked from and joined back into `ctx.stream`.
 
     `fork(main)` makes the side stream wait for everything queued on `main` so far; `join(main)` makes
     `main` wait for everything queued on the side stream. Both work eagerly and under graph capture
@@ -115,7 +131,7 @@ class SideStream:
     """
 
     def __init__(self, device, workspace_bytes: int):
-        from .stream import Event, Stream
+        from ..runtime.stream import Event, Stream
 
         self.stream = Stream(device)
         self.workspace = DeviceBuffer.allocate(device, workspace_bytes)
@@ -137,30 +153,32 @@ class SideStream:
 
 
 class Linear:
-    """y[m, n] = act(x[m, k] @ w.T + b) with hipBLASLt; `w` [n, k] float32 host array (already padded).
+    """y[m, n] = act(x[m, k] @ w.T + b) with hipBLASLt for m = n_positions * rows; `w` [n, k] float32 host
+    array (already padded).
 
     `raw=True` builds a GEMM without bias and activation, for a caller that fuses the bias (`self.b`)
     into the kernel that follows (LayerNorm). Activations hipBLASLt cannot fuse (mish, swish, relu2,
-    selu, ...) run as one bias_act pass over y after a bias-epilogue GEMM. A call with few rows
-    (m <= GEMV_MAX_M: the per-position layers at small batches) runs gemv.hip instead, bias and any
-    activation included. `stream` / `workspace` override the context's (a layer on a side stream).
+    selu, ...) run as one bias_act pass over y after a bias-epilogue GEMM.
     """
 
     def __init__(self, ctx: Context, w: np.ndarray, b: Optional[np.ndarray] = None, act: str = "none",
-                 raw: bool = False):
-        self.ctx = ctx
+                 raw: bool = False, *, rows: int):
+        self.ctx, self.rows = ctx, rows
         self.n, self.k = w.shape
         self.act, self.raw = act, raw
         self.w = ctx.upload(w)
         self.b = ctx.upload(b) if b is not None else None
 
-    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, m: int, stream=None, workspace=None) -> None:
+    def with_rows(self, rows: int) -> "Linear":
+        """The same weights applied to `rows` rows per position (nothing is uploaded again)."""
+        other = copy.copy(self)
+        other.rows = rows
+        return other
+
+    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None) -> None:
         ctx = self.ctx
-        s = stream or ctx.stream
-        if ctx.use_gemv and m <= GEMV_MAX_M and self.k % 8 == 0 and x.ptr % 16 == 0 and y.ptr % 16 == 0:
-            bias, act = (None, "none") if self.raw else (self.b, self.act)
-            ctx.kernels.gemv(x, self.w, bias, y, m, self.n, self.k, act=act, stream=s)
-            return
+        s, workspace = ctx.where(lane)
+        m = n * self.rows
         if self.raw:
             ctx.gemm.linear(x, self.w, y, m, self.n, self.k, dtype=ctx.dtype, stream=s, workspace=workspace)
             return
@@ -168,7 +186,33 @@ class Linear:
         ctx.gemm.linear(x, self.w, y, m, self.n, self.k, bias=self.b, act=self.act if fused else "none",
                         dtype=ctx.dtype, stream=s, workspace=workspace)
         if not fused:
-            bias_act(ctx.device, y, y, None, m * self.n, act=self.act, dtype=ctx.dtype, stream=s)
+            ctx.kernels.bias_act(y, y, None, m * self.n, act=self.act, stream=s)
+
+
+class Norm:
+    """LayerNorm over rows of `width` (rows per position: `rows`), with the fusions of the layernorm kernel:
+    y = LN(alpha * act(x + bias) + skip) * gamma + beta (* gate_mul + gate_add)."""
+
+    def __init__(self, ctx: Context, ln: LayerNorm, *, rows: int):
+        self.ctx, self.rows = ctx, rows
+        self.gamma, self.beta, self.eps = ctx.upload(ln.gamma), ctx.upload(ln.beta), float(ln.eps)
+        self.width = ln.gamma.shape[0]
+
+    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None, bias=None,
+                 skip=None, alpha: float = 1.0, act: str = "none", gate_mul=None, gate_add=None) -> None:
+        s, _ = self.ctx.where(lane)
+        self.ctx.kernels.layernorm(x, y, n * self.rows, self.width, self.gamma, self.beta, self.eps, bias=bias,
+                                   skip=skip, alpha=alpha, act=act, gate_mul=gate_mul, gate_add=gate_add, stream=s)
+
+
+def split_input(buf: DeviceBuffer, n: int) -> tuple[DeviceBuffer, DeviceBuffer]:
+    """The network input of n positions: (masks uint64 [n, 112], values float32 [n, 112]) views of `buf`."""
+    return buf.view(0, n * NUM_PLANES * 8), buf.view(n * NUM_PLANES * 8, n * NUM_PLANES * 4)
+
+
+def bias_or_zeros(dense) -> np.ndarray:
+    """A dense layer's bias, or zeros where it has none."""
+    return dense.b if dense.b is not None else np.zeros(dense.n_out, dtype=np.float32)
 
 
 def pad_rows(w: np.ndarray, rows: int) -> np.ndarray:

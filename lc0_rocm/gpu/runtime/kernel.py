@@ -5,6 +5,7 @@ typed explicitly (a plain Python int could be a pointer, an int32 or a size_t): 
 `ptr(int)` for pointers, numpy scalars (np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64,
 np.float16) or ctypes values. hip-python packs them with natural alignment into the launch buffer.
 `get_kernel(device, file, name)` compiles (disk cache), loads and looks up once per process.
+Launches are reported to the observers of `observe` (profilers) when there are any.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import ctypes
 
 import numpy as np
 
-from .hiperr import hip_call
+from . import observe
+from .hiperr import hip_call, hip_enum
 from .memory import DeviceBuffer
 
 
@@ -68,17 +70,23 @@ class Kernel:
         self.module, self.name, self.handle = module, name, handle
 
     def launch(self, grid, block, args=(), shared: int = 0, stream=None) -> None:
-        gx, gy, gz = _dim3(grid)
-        bx, by, bz = _dim3(block)
+        """Launch on `stream` (the device's default stream if None); asynchronous."""
+        grid, block = _dim3(grid), _dim3(block)
         packed = tuple(_to_ctypes(a) for a in args)
         s = stream if stream is not None else self.module.device.stream
+        self._launch(grid, block, packed, shared, s)
+        if observe.OBSERVERS:
+            observe.notify(observe.Launch("kernel", self.name, self, tuple(args), grid, block, int(shared),
+                                          lambda st: self._launch(grid, block, packed, shared, st)))
+
+    def _launch(self, grid, block, packed: tuple, shared: int, s) -> None:
+        gx, gy, gz = grid
+        bx, by, bz = block
         hip_call("hipModuleLaunchKernel", self.handle, gx, gy, gz, bx, by, bz, int(shared),
                  None if s is None else s.handle, None, packed if packed else None)
 
     def attribute(self, name: str) -> int:
         """A hipFunction_attribute, e.g. 'NUM_REGS', 'MAX_THREADS_PER_BLOCK', 'LOCAL_SIZE_BYTES'."""
-        from .hiperr import hip_enum
-
         attr = hip_enum("hip", "hipFunction_attribute", f"HIP_FUNC_ATTRIBUTE_{name}")
         return int(hip_call("hipFuncGetAttribute", attr, self.handle))
 

@@ -19,7 +19,9 @@ def _mib(n: int) -> str:
 
 
 class DeviceBuffer:
-    """`nbytes` of device memory at `ptr` (owned if `owner` is None and `_owns`)."""
+    """`nbytes` of device memory at `ptr`; freed with this object only when `owns` (made by `allocate`).
+
+    A view (`parent` given) keeps its parent alive and never frees anything."""
 
     def __init__(self, device, ptr: int, nbytes: int, parent: "DeviceBuffer | None" = None, owns: bool = False):
         self.device, self.ptr, self.nbytes = device, int(ptr), int(nbytes)

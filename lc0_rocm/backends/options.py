@@ -1,0 +1,72 @@
+"""lc0-style backend options: the one parser of the string ("policy_head=optimistic,gpus=0,1") and of
+each value (booleans, integers, choices), shared by the backend factory and the GPU backend.
+
+Every error is a one-line `BackendError` naming the option, what was given and what is accepted.
+"""
+
+from __future__ import annotations
+
+from ..errors import BackendError
+
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+def parse_backend_options(options: str) -> dict[str, str]:
+    """Parse "key=value,key2=value2" (spaces around items ignored; empty string → {}).
+
+    An item without "=" after a key=value item continues that value as a list, so that
+    "gpus=0,1,policy_head=vanilla" gives {"gpus": "0,1", "policy_head": "vanilla"}.
+    """
+    result: dict[str, str] = {}
+    last_key = None
+    for item in (options or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep and last_key is not None:
+            result[last_key] += "," + item
+            continue
+        if not sep or not key:
+            raise BackendError(f"bad backend option {item!r}: expected key=value")
+        result[key] = value
+        last_key = key
+    return result
+
+
+def bool_option(opts: dict[str, str], key: str, default: bool) -> bool:
+    """opts[key] as true/false (also 1/0, yes/no, on/off), or `default` when absent."""
+    if key not in opts:
+        return default
+    v = opts[key].strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise BackendError(f"backend option {key}={opts[key]!r}: expected true or false")
+
+
+def int_option(opts: dict[str, str], key: str, default, minimum: int = 1):
+    """opts[key] as an integer >= minimum, or `default` when absent."""
+    if key not in opts:
+        return default
+    try:
+        value = int(opts[key])
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise BackendError(f"backend option {key}={opts[key]!r}: expected {what}")
+    return value
+
+
+def choice_option(opts: dict[str, str], key: str, choices: tuple[str, ...], default: str) -> str:
+    """opts[key] (lower-cased) if it is one of `choices`, or `default` when absent."""
+    if key not in opts:
+        return default
+    v = opts[key].strip().lower()
+    if v not in choices:
+        raise BackendError(f"backend option {key}={opts[key]!r}: expected one of {', '.join(choices)}")
+    return v

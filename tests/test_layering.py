@@ -1,0 +1,110 @@
+"""The package's layers only look down: every import between lc0_rocm's parts goes from a higher layer to
+a lower one (docs/design.md draws the same picture), and only the GPU backend reaches into lc0_rocm.gpu.
+
+Read from the source (ast, every import statement, function-level ones included), so it runs anywhere.
+A new module of lc0_rocm must be given its layer in LAYERS."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "lc0_rocm"
+
+# bottom (0) to top; a part may import parts of lower layers and its own part only
+LAYERS = {
+    "errors": 0, "activations": 0, "blas_threads": 0, "engine_options": 0, "default_net": 0,
+    "validation_positions": 1,
+    "encoding": 1,  # PackedPlanes, NetOutputs, policy map, position encoding: the I/O contract
+    "net": 2,  # NetDescription, loader, writer
+    "reference": 3, "onnx_export": 3,
+    "gpu.runtime": 3,  # hip-python only
+    "gpu.nn": 4,  # the network on the runtime
+    "gpu": 4,  # the package's own __init__ (a docstring)
+    "backends": 5,
+    "search": 6, "api": 6,
+    "bench": 7, "analyse": 7, "uci": 7,
+    "commands": 8, "cli": 8,
+    "__init__": 9,  # lc0_rocm's lazy exports
+}
+GPU_IMPORTERS = ("backends.rocm",)  # the only modules outside gpu/ that may import it
+# Known upward imports, each with its reason; the list only shrinks.
+EXCEPTIONS: set = set()  # none: every import looks down
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _is_module(name: str) -> bool:
+    p = PKG.joinpath(*name.split("."))
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
+def _imports(path: Path) -> set[str]:
+    """lc0_rocm-relative names of the modules `path` imports."""
+    mod = _module_name(path)
+    package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name[len("lc0_rocm."):] for a in node.names if a.name.startswith("lc0_rocm.")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif (node.module or "").startswith("lc0_rocm"):
+                target = node.module[len("lc0_rocm."):] if node.module != "lc0_rocm" else ""
+            else:
+                continue
+            for a in node.names:  # `from . import activations` imports a module
+                sub = f"{target}.{a.name}" if target else a.name
+                out.add(sub if _is_module(sub) else target)
+    return {m for m in out if m}
+
+
+def _part(name: str) -> str:
+    parts = name.split(".")
+    if parts[0] == "gpu" and len(parts) > 1:
+        return ".".join(parts[:2])
+    return parts[0]
+
+
+MODULES = sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_part_has_a_layer():
+    missing = sorted({_part(_module_name(p)) for p in MODULES} - set(LAYERS))
+    assert not missing, f"give these parts of lc0_rocm a layer in LAYERS: {missing}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: _module_name(p))
+def test_imports_only_look_down(path):
+    mod = _module_name(path)
+    src = _part(mod)
+    if src not in LAYERS:
+        pytest.skip(f"{src} has no layer (test_every_part_has_a_layer says so)")
+    upward = []
+    for target in sorted(_imports(path)):
+        dst = _part(target)
+        if dst == src or dst not in LAYERS:
+            continue
+        if LAYERS[dst] >= LAYERS[src] and (mod, target) not in EXCEPTIONS:
+            upward.append(f"{target} (layer {LAYERS[dst]} from layer {LAYERS[src]})")
+        if dst.startswith("gpu") and not src.startswith("gpu") and mod not in GPU_IMPORTERS:
+            upward.append(f"{target} (only {', '.join(GPU_IMPORTERS)} may import lc0_rocm.gpu)")
+    assert not upward, f"{mod} imports upward: " + "; ".join(upward)
+
+
+def test_gpu_runtime_knows_nothing_of_networks():
+    """The runtime layer imports hip-python, numpy and lc0_rocm.errors only."""
+    for path in (PKG / "gpu" / "runtime").glob("*.py"):
+        outside = {t for t in _imports(path) if not t.startswith("gpu.runtime")} - {"errors"}
+        assert not outside, f"{_module_name(path)} imports {sorted(outside)}"
