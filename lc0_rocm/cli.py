@@ -20,6 +20,7 @@ COMMANDS = {
     "export-onnx": ("export_onnx", "write the network as an ONNX graph"),
     "validate": ("validate", "compare a backend with the CPU reference"),
     "backendbench": ("backendbench", "nps of a backend against batch size, as lc0 prints it"),
+    "analyse": ("analyse", "evaluate the positions of game collections (PGN/EPD/FEN) to JSONL, CSV, annotated PGN, plots"),
     "build-hip-on-cuda": ("build_hip_on_cuda", "build the HIP-on-CUDA test libraries (NVIDIA only)"),
 }
 

@@ -1,0 +1,94 @@
+"""One `lc0-rocm analyse` run from its parsed arguments: open the net (API), the outputs (resume), the
+progress line, and run the local pipeline (raw or search mode) or hand over to Ray.
+
+Ctrl-C stops the run between games: the files hold whole games, the resume sidecar is saved, one
+line says how to continue, and the exit code is 130.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from .pipeline import RunConfig, run_raw
+from .progress import Progress
+from .reader import input_size
+from .work import FinishConfig, WorkConfig
+from .writers import Outputs
+
+
+def default_workers(backend_name: str) -> int:
+    """Worker processes: none on the CPU backend (the network is the bottleneck by far), else one per
+    spare core up to 8."""
+    if backend_name == "cpu":
+        return 0
+    return max(0, min(8, (os.cpu_count() or 1) - 2))
+
+
+def output_paths(args) -> dict:
+    return {"jsonl": args.jsonl, "csv": args.csv, "pgn": args.pgn_out}
+
+
+def wanted(paths: dict) -> frozenset:
+    return frozenset(k for k, v in paths.items() if v) or frozenset({"jsonl"})
+
+
+def annotator(args) -> str:
+    net = os.path.basename(args.weights) if args.weights else "default net"
+    how = f"search {args.nodes} nodes" if args.nodes else "raw network"
+    return f"lc0-rocm analyse ({net}, {how})"
+
+
+def run(args, selection, thresholds, signature: dict) -> int:
+    mode = "search" if args.nodes else "raw"
+    paths = output_paths(args)
+    progress = Progress(input_size(args.inputs), enabled=args.progress)
+    if args.ray:
+        from .ray_runner import run_on_ray
+
+        return run_on_ray(args, selection, thresholds, signature, progress)
+    from ..api import open_backend
+
+    t0 = time.monotonic()
+    evaluator = open_backend(args.weights, args.backend, args.backend_opts)
+    try:
+        outputs = Outputs(paths, mode, signature, args.resume, note=progress.note,
+                          on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)))
+        if outputs.after_game:
+            progress.note(f"lc0-rocm: resuming after game {outputs.after_game}")
+        work = WorkConfig(mode, selection, evaluator.net.input_format, args.top)
+        fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot)
+        workers = args.workers if args.workers >= 0 else default_workers(evaluator.backend_name)
+        cfg = RunConfig(list(args.inputs), args.format, work, fin, args.batch_size, workers,
+                        outputs.after_game, args.max_games)
+
+        def sink(unit, outs):
+            outputs.write(unit, outs)
+            progress.update(done_bytes=unit.done_bytes)
+
+        try:
+            if mode == "raw":
+                run_raw(evaluator, cfg, sink)
+            else:
+                from .search_mode import run_search_mode
+
+                run_search_mode(evaluator, cfg, args.nodes, sink)
+        except KeyboardInterrupt:
+            outputs.close()
+            progress.close()
+            print(f"lc0-rocm: interrupted after game {outputs.last_game}; the outputs hold whole games "
+                  "(run again with --resume to continue)", file=sys.stderr)
+            return 130
+        except BaseException:
+            outputs.close()
+            raise
+        outputs.close(complete=True)
+        progress.close()
+    finally:
+        evaluator.close()
+    dt = time.monotonic() - t0
+    print(f"lc0-rocm analyse: {progress.positions} positions, {progress.games} games"
+          f"{f' ({progress.skipped} skipped)' if progress.skipped else ''} in {dt:.1f} s "
+          f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}", file=sys.stderr)
+    return 0

@@ -1,0 +1,179 @@
+"""`lc0-rocm analyse --ray ADDRESS`: the same analysis on a Ray cluster (Ray Data), merged in game order.
+
+The driver reads the input into units of games (as the local run does) and makes them a Ray Dataset,
+a window of units at a time (memory stays bounded at any input size). `map_batches` runs them through
+a pool of `AnalyseActor`s, one per GPU (`num_gpus=1`) or, on the CPU backend, one per CPU given
+(`num_cpus=1`); each actor opens the net and backend once (`lc0_rocm.api.open_backend`) and runs
+the local pipeline (`pipeline.run_raw`, or `search_mode` with `--nodes`) on its units, returning
+each unit's finished games (a shard). Shards come back in any order; the driver writes them through
+the same `writers.Outputs` strictly in game order (so `--resume` works the same), with plots drawn by
+the actors (`--plot DIR` must be a folder every node can write: shared storage on a real cluster).
+
+Addresses: `local` (a Ray instance started here: `ray.init()`, the test's two CPU workers), `auto`
+(the cluster this node belongs to), `ray://HOST:10001` (Ray Client). Every node needs lc0-rocm
+installed (`pip install 'lc0-rocm[ray,rocm]'`) and the weights file at the same path.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import sys
+import time
+from typing import Optional
+
+WINDOW_UNITS = 256  # units per Dataset execution
+
+
+class AnalyseActor:
+    """A loaded backend on one GPU (or CPU) of the cluster; called with batches of pickled units."""
+
+    def __init__(self, weights, backend, backend_opts, mode, selection, top, finish_cfg, nodes):
+        from ..api import open_backend
+        from .work import WorkConfig
+
+        self.ev = open_backend(weights, backend, backend_opts)
+        self.work = WorkConfig(mode, selection, self.ev.net.input_format, top)
+        self.finish = finish_cfg
+        self.nodes = nodes
+        self.searcher = None
+        if nodes:
+            from .search_mode import GameSearcher
+
+            self.searcher = GameSearcher(self.ev, nodes)
+
+    def analyse(self, unit) -> list:
+        """The unit's GameOutputs, in order."""
+        from .pipeline import RunConfig, Stages, run_raw
+
+        done: list = []
+        cfg = RunConfig(inputs=[], work=self.work, finish=self.finish, units=[unit])
+        sink = lambda u, outs: done.extend(outs)  # noqa: E731
+        if self.searcher is None:
+            run_raw(self.ev, cfg, sink)
+        else:
+            stages = Stages(cfg, sink)
+            ok = False
+            try:
+                for u, tasks in stages.units():
+                    stages.finish(u, tasks, [self.searcher.records(t) if t.error is None else None for t in tasks])
+                ok = True
+            finally:
+                stages.close(interrupted=not ok)
+        return done
+
+    def __call__(self, batch: dict) -> dict:
+        import numpy as np
+
+        results = []
+        for blob in batch["unit"]:
+            unit = pickle.loads(blob)
+            results.append(pickle.dumps((unit, self.analyse(unit))))
+        return {"result": np.array(results, dtype=object)}
+
+
+def connect(address: str, num_cpus: Optional[int] = None):
+    import os
+    import warnings
+
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # the core worker's own stderr notes
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"ray\..*")
+    import ray
+
+    if ray.is_initialized():
+        return ray
+    kw = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    if address == "local":
+        ray.init(num_cpus=num_cpus, **kw)
+    else:
+        ray.init(address=address, **kw)
+    return ray
+
+
+def actor_resources(backend: str, actors: int, cluster: dict) -> tuple[int, dict]:
+    """(actors, resources per actor): one per GPU with `num_gpus=1`, or CPU actors with `num_cpus=1`."""
+    gpus = int(cluster.get("GPU", 0))
+    if backend != "cpu" and gpus:
+        return actors or gpus, {"num_gpus": 1}
+    return actors or 2, {"num_cpus": 1}
+
+
+def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
+    try:
+        import ray  # noqa: F401
+        import ray.data  # noqa: F401
+    except ImportError:
+        from ..errors import Lc0RocmError
+
+        raise Lc0RocmError("--ray needs Ray Data: pip install 'lc0-rocm[ray]'") from None
+    from .driver import annotator, output_paths, wanted
+    from .reader import read_units
+    from .work import FinishConfig
+    from .writers import Outputs
+
+    t0 = time.monotonic()
+    mode = "search" if args.nodes else "raw"
+    paths = output_paths(args)
+    outputs = Outputs(paths, mode, signature, args.resume, note=progress.note,
+                      on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)))
+    ray = connect(args.ray, num_cpus=None)
+    try:
+        import ray.data
+
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        ctx.execution_options.preserve_order = False
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
+        n_actors, resources = actor_resources(args.backend, args.ray_actors, ray.cluster_resources())
+        fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot)
+        kwargs = dict(weights=args.weights, backend=args.backend, backend_opts=args.backend_opts, mode=mode,
+                      selection=selection, top=args.top, finish_cfg=fin, nodes=args.nodes)
+        units = read_units(args.inputs, args.format, games_per_unit=4, after_game=outputs.after_game,
+                           max_games=args.max_games)
+        try:
+            while True:
+                window = [u for _, u in zip(range(WINDOW_UNITS), units)]
+                if not window:
+                    break
+                _run_window(ray, window, kwargs, n_actors, resources, outputs, progress)
+        except KeyboardInterrupt:
+            outputs.close()
+            progress.close()
+            print(f"lc0-rocm: interrupted after game {outputs.last_game}; the outputs hold whole games "
+                  "(run again with --resume to continue)", file=sys.stderr)
+            return 130
+        except BaseException:
+            outputs.close()
+            raise
+        outputs.close(complete=True)
+        progress.close()
+    finally:
+        if args.ray == "local":
+            ray.shutdown()
+    dt = time.monotonic() - t0
+    print(f"lc0-rocm analyse: {progress.positions} positions, {progress.games} games"
+          f"{f' ({progress.skipped} skipped)' if progress.skipped else ''} in {dt:.1f} s on Ray "
+          f"({n_actors} actors)", file=sys.stderr)
+    return 0
+
+
+def _run_window(ray, window: list, kwargs: dict, n_actors: int, resources: dict, outputs, progress) -> None:
+    """One Dataset over a window of units; shards written in game order as they become contiguous."""
+    ds = ray.data.from_items([{"unit": pickle.dumps(u)} for u in window], override_num_blocks=len(window))
+    ds = ds.map_batches(AnalyseActor, fn_constructor_kwargs=kwargs, batch_size=1, concurrency=n_actors,
+                        batch_format="numpy", **resources)
+    order = [u.first for u in window]
+    pending: dict = {}
+    nxt = 0
+    for row in ds.iter_rows():
+        unit, games = pickle.loads(row["result"])
+        pending[unit.first] = (unit, games)
+        while nxt < len(order) and order[nxt] in pending:
+            u, g = pending.pop(order[nxt])
+            outputs.write(u, g)
+            progress.update(done_bytes=u.done_bytes)
+            nxt += 1
+    if nxt != len(order):
+        from ..errors import Lc0RocmError
+
+        raise Lc0RocmError(f"Ray returned {nxt} of {len(order)} shards")

@@ -1,0 +1,236 @@
+"""Inputs of `lc0-rocm analyse` → games, in units of work; which plies of a game are analysed.
+
+Inputs are PGN files, EPD files or files of FENs (one position a line), `-` for stdin; the format
+comes from the extension (.pgn, .epd, .fen) or, failing that, from the first line that is not empty.
+Games are numbered from 1 across all inputs. The reader only finds where each game starts (a tag
+line after movetext, outside a `{…}` comment); parsing happens later, in a worker (`parse_game`),
+so that a bad game is reported there (game number, file, line) and skipped, and the rest goes on.
+
+`Selection`: `--plies A-B` (1-based plies of the game; "A-", "-B" and "A" work), `--side`
+(white, black or both) and `--every N` (every Nth of the plies left, from the first one).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Optional
+
+from ..errors import Lc0RocmError
+
+FORMATS = ("auto", "pgn", "epd", "fen")
+_EXT = {".pgn": "pgn", ".epd": "epd", ".fen": "fen"}
+
+
+class InputError(Lc0RocmError):
+    """An input file cannot be read or an option of the reader is wrong."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    first: int = 1
+    last: Optional[int] = None
+    side: str = "both"
+    every: int = 1
+
+    @staticmethod
+    def parse(plies: Optional[str] = None, side: str = "both", every: int = 1) -> "Selection":
+        first, last = 1, None
+        if plies:
+            m = re.fullmatch(r"\s*(\d*)\s*(-?)\s*(\d*)\s*", plies)
+            if not m or not (m.group(1) or m.group(3)):
+                raise InputError(f"--plies {plies!r}: expected A-B, A-, -B or A (plies from 1)")
+            first = int(m.group(1)) if m.group(1) else 1
+            last = int(m.group(3)) if m.group(3) else (None if m.group(2) else first)
+            if first < 1 or (last is not None and last < first):
+                raise InputError(f"--plies {plies!r}: plies count from 1 and the range must not be empty")
+        if side not in ("both", "white", "black"):
+            raise InputError(f"--side {side!r}: expected white, black or both")
+        if every < 1:
+            raise InputError(f"--every {every}: expected a positive number")
+        return Selection(first, last, side, every)
+
+    def plies(self, n_moves: int, white_first: bool) -> list[int]:
+        """The selected plies (1-based) of a game of `n_moves` moves whose first move is White's
+        when `white_first`."""
+        last = n_moves if self.last is None else min(self.last, n_moves)
+        out = []
+        for p in range(self.first, last + 1):
+            white = (p % 2 == 1) == white_first
+            if self.side == "both" or (self.side == "white") == white:
+                out.append(p)
+        return out[:: self.every]
+
+
+@dataclass
+class RawGame:
+    """One game (PGN) or position (EPD/FEN line) as text, with where it came from."""
+
+    number: int
+    source: str
+    line: int  # its first line in `source`
+    kind: str  # "pgn" or "fen" (FEN and EPD lines)
+    text: str
+
+
+@dataclass
+class Unit:
+    """Consecutive games, the unit of work that goes to a worker; `done_bytes` = input read so far."""
+
+    games: list = field(default_factory=list)
+    done_bytes: int = 0
+
+    @property
+    def first(self) -> int:
+        return self.games[0].number
+
+    @property
+    def last(self) -> int:
+        return self.games[-1].number
+
+
+def input_size(inputs: Iterable[str]) -> Optional[int]:
+    """Total bytes of the input files (None if stdin is one of them)."""
+    total = 0
+    for path in inputs:
+        if path == "-":
+            return None
+        total += os.path.getsize(path)
+    return total
+
+
+def check_inputs(inputs: Iterable[str]) -> None:
+    """InputError for an input that is not a readable file (before any net is loaded)."""
+    for path in inputs:
+        if path == "-":
+            continue
+        if not os.path.exists(path):
+            raise InputError(f"no such input file: {path}")
+        if os.path.isdir(path):
+            raise InputError(f"input is a directory: {path}")
+        if not os.access(path, os.R_OK):
+            raise InputError(f"cannot read input file: {path}")
+
+
+def _open(path: str):
+    if path == "-":
+        stdin = sys.stdin
+        if hasattr(stdin, "buffer"):
+            return io.TextIOWrapper(stdin.buffer, encoding="utf-8-sig", errors="replace")
+        return stdin
+    return open(path, encoding="utf-8-sig", errors="replace", newline=None)
+
+
+def _sniff(first_line: str) -> str:
+    s = first_line.strip()
+    if s.startswith("[") or re.match(r"\d+\s*\.", s):
+        return "pgn"
+    return "fen"
+
+
+def read_games(inputs: Iterable[str], fmt: str = "auto") -> Iterator[tuple[RawGame, int]]:
+    """(game, bytes read so far) for every game of every input, numbered from 1."""
+    number = 0
+    done = 0
+    for path in inputs:
+        kind = fmt if fmt != "auto" else _EXT.get(os.path.splitext(path)[1].lower(), "auto")
+        kind = "fen" if kind == "epd" else kind
+        name = "<stdin>" if path == "-" else path
+        with _open(path) as f:
+            lines = _numbered(f)
+            if kind == "auto":
+                head = []
+                for item in lines:
+                    head.append(item)
+                    if item[1].strip():
+                        break
+                kind = _sniff(head[-1][1]) if head else "fen"
+                lines = _chain(head, lines)
+            split = _split_pgn if kind == "pgn" else _split_fen
+            for line_no, text, size in split(lines):
+                number += 1
+                done += size
+                yield RawGame(number, name, line_no, "pgn" if kind == "pgn" else "fen", text), done
+
+
+def read_units(inputs: Iterable[str], fmt: str = "auto", games_per_unit: int = 16, max_positions: int = 4096,
+               after_game: int = 0, max_games: Optional[int] = None) -> Iterator[Unit]:
+    """Games grouped into units of at most `games_per_unit` games (or about `max_positions` plies);
+    games up to `after_game` (resume) are read and skipped; at most `max_games` games in all."""
+    unit = Unit()
+    plies = 0
+    for game, done in read_games(inputs, fmt):
+        if max_games is not None and game.number > max_games:
+            break
+        if game.number <= after_game:
+            continue
+        unit.games.append(game)
+        unit.done_bytes = done
+        plies += game.text.count(".") + 1 if game.kind == "pgn" else 1
+        if len(unit.games) >= games_per_unit or 2 * plies >= max_positions:
+            yield unit
+            unit, plies = Unit(), 0
+    if unit.games:
+        yield unit
+
+
+def _numbered(f) -> Iterator[tuple[int, str]]:
+    for n, line in enumerate(f, 1):
+        yield n, line
+
+
+def _chain(head, rest):
+    yield from head
+    yield from rest
+
+
+def _split_fen(lines) -> Iterator[tuple[int, str, int]]:
+    for n, line in lines:
+        s = line.strip()
+        if s and not s.startswith("#"):
+            yield n, s, len(line)
+
+
+def _split_pgn(lines) -> Iterator[tuple[int, str, int]]:
+    """(first line, text, characters) of each game: a new game starts at a tag line that follows
+    movetext, outside a brace comment."""
+    buf: list[str] = []
+    start = 0
+    size = 0
+    seen_moves = False
+    depth = 0  # open `{` comments in the movetext
+    for n, line in lines:
+        s = line.lstrip()
+        if s.startswith("%"):  # PGN escape line
+            size += len(line)
+            continue
+        if depth == 0 and s.startswith("[") and seen_moves:
+            yield start, "".join(buf), size
+            buf, size, seen_moves = [], 0, False
+        if not buf:
+            if not s.strip():
+                size += len(line)
+                continue
+            start = n
+        buf.append(line)
+        size += len(line)
+        if depth or not s.startswith("["):
+            if s.strip():
+                seen_moves = True
+            depth = _brace_depth(line, depth)
+    if buf and any(x.strip() for x in buf):
+        yield start, "".join(buf), size
+
+
+def _brace_depth(line: str, depth: int) -> int:
+    for ch in line:
+        if ch == "{":
+            depth = 1
+        elif ch == "}":
+            depth = 0
+        elif ch == ";" and depth == 0:
+            break
+    return depth

@@ -1,0 +1,118 @@
+"""The record schema of `lc0-rocm analyse`, and how values become scores, losses and NAGs.
+
+One record per analysed position: the position before a played move (a FEN/EPD line, which has no
+played move, gives one record with `played` null). JSONL keys, in this order (CSV: the same columns,
+lists joined with spaces, the policy as `move:p` pairs):
+
+    game          int     game number in the input, from 1 (across all input files)
+    ply           int     the move about to be played, counted from 1 in the game
+    fen           str     the position (FEN)
+    turn          str     "w" or "b": the side to move
+    played        str     the move played, UCI (null: none, a FEN/EPD line)
+    played_san    str     the same in SAN
+    best          str     raw: the policy's top move; search: the search's best move (UCI)
+    q             float   W - L for the side to move (raw: the net's; search: the best move's)
+    wdl           [w,d,l] for the side to move (null for a value-only net)
+    white_score   float   White's expected score here, (1 + q) / 2 from White's view
+    best_score    float   expected score of the best move for the side to move
+    played_score  float   expected score of the played move for the side to move (null: unknown)
+    loss          float   max(0, best_score - played_score) (null: unknown)
+    nag           str     "?!", "?" or "??" by the loss thresholds (null: none)
+    blunder       bool    loss >= the blunder threshold
+  raw mode (`--nodes` not given) adds:
+    policy        {uci: p} the top `--top` moves (all with --top 0), high to low, as `eval --json`
+    mlh           float   moves left (null without a moves-left head)
+    played_p      float   the played move's policy probability
+    played_rank   int     its rank in the policy, 1 = the top move
+  search mode (`--nodes N`) adds:
+    nodes         int     visits of the root when the search stopped (reused visits included)
+    pv            [uci]   the principal variation
+    cp            int     lc0's centipawn score of the best move (null when `mate` is set)
+    mate          int     moves to mate (negative: being mated), when the search proved it
+
+Expected score = (1 + Q) / 2 = W + D / 2. Raw mode: `best_score` is the position's own value and
+`played_score` that of the position after the move (the pipeline evaluates it, or the game's result
+when the move ends the game); search mode takes both from the search's root children (a played move
+the search never visited: the net's value of the position after it). The judgement thresholds (like
+lichess's, on expected score): loss ≥ 0.05 inaccuracy `?!`, ≥ 0.10 mistake `?`, ≥ 0.20 blunder `??`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+# keys in schema order; MODE_KEYS extend COMMON_KEYS
+COMMON_KEYS = ("game", "ply", "fen", "turn", "played", "played_san", "best", "q", "wdl", "white_score",
+               "best_score", "played_score", "loss", "nag", "blunder")
+RAW_KEYS = ("policy", "mlh", "played_p", "played_rank")
+SEARCH_KEYS = ("nodes", "pv", "cp", "mate")
+
+NAG_CODES = {"?!": 6, "?": 2, "??": 4}  # PGN numeric annotation glyphs
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Expected-score losses from which a move is an inaccuracy, a mistake, a blunder."""
+
+    inaccuracy: float = 0.05
+    mistake: float = 0.10
+    blunder: float = 0.20
+
+    def nag(self, loss: Optional[float]) -> Optional[str]:
+        if loss is None:
+            return None
+        if loss >= self.blunder:
+            return "??"
+        if loss >= self.mistake:
+            return "?"
+        if loss >= self.inaccuracy:
+            return "?!"
+        return None
+
+
+def keys(mode: str) -> tuple:
+    """All keys of a record of `mode` ("raw" or "search"), in order."""
+    return COMMON_KEYS + (RAW_KEYS if mode == "raw" else SEARCH_KEYS)
+
+
+def expected_score(q: float) -> float:
+    """W + D/2 of a value q = W - L (any side's view)."""
+    return (1.0 + float(q)) / 2.0
+
+
+def judge(record: dict, thresholds: Thresholds) -> None:
+    """Fill `loss`, `nag` and `blunder` from `best_score` and `played_score`."""
+    best, played = record.get("best_score"), record.get("played_score")
+    loss = None if best is None or played is None else max(0.0, float(best) - float(played))
+    record["loss"] = loss
+    record["nag"] = thresholds.nag(loss)
+    record["blunder"] = loss is not None and loss >= thresholds.blunder
+
+
+def centipawns(q: float) -> int:
+    """lc0's `centipawn` score type of a value (90 tan(1.5637541897 q)), from the same view."""
+    from ..search.score import uci_score
+
+    q = max(-1.0, min(1.0, float(q)))
+    return uci_score("centipawn", q, 0.0, has_wdl=False)
+
+
+def pgn_eval(q: float, mate: Optional[int] = None) -> str:
+    """The `[%eval …]` value from White's view: pawns with two decimals, or `#N` for a mate."""
+    if mate is not None:
+        return f"#{mate}"
+    cp = centipawns(q)
+    cp = max(-99_999, min(99_999, cp))
+    return f"{cp / 100:.2f}"
+
+
+def wdl_per_mille(wdl) -> tuple[int, int, int]:
+    """(w, d, l) probabilities → integers per mille that add up to 1000."""
+    w, d, l = (max(0.0, float(x)) for x in wdl)
+    total = w + d + l
+    if not total or not math.isfinite(total):
+        return 0, 1000, 0
+    wi, li = round(1000 * w / total), round(1000 * l / total)
+    return wi, 1000 - wi - li, li

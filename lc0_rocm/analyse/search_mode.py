@@ -1,0 +1,142 @@
+"""`lc0-rocm analyse --nodes N`: the engine's search (`lc0_rocm.search.search.Search`, as `go nodes N`)
+at every selected position, one tree per game reused from move to move as the UCI engine reuses it.
+
+Settings are the engine's defaults except: no pipelining (Threads 1: the tree is lc0's visit for
+visit, so a run gives the same records every time and on every worker) and no smart pruning (every
+position gets its N visits, reused ones included). Per position: the best move, its PV, Q and WDL
+from the search (side to move), lc0's centipawn score or a proven mate, and the played move's
+expected score: its child's value when the search visited it, else the network's value of the
+position after it (or the game's result when it ends the game).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import chess
+
+from .records import centipawns, expected_score
+from .pipeline import RunConfig, Stages
+
+
+class GameSearcher:
+    """Searches the positions of games with one backend (one NN cache for the whole run)."""
+
+    def __init__(self, evaluator, nodes: int, minibatch: int = 0, cache_size: int = 200_000):
+        from ..search.evaluator import NNEvaluator
+        from ..search.params import SearchParams
+        from ..search.search import warm_up
+
+        self.api = evaluator
+        self.nodes = int(nodes)
+        net = evaluator.net
+        self.has_wdl, self.has_mlh = bool(net.has_wdl), bool(net.has_moves_left)
+        self.nn = NNEvaluator(evaluator.backend, net.input_format, cache_size)
+        self.params = SearchParams(minibatch_size=minibatch, smart_pruning_factor=0, pipeline=False)
+        warm_up(self.nn, self.has_wdl, self.has_mlh, minibatch)
+
+    def close(self) -> None:
+        self.nn.close()
+
+    def records(self, task) -> list[dict]:
+        """The records of a game's selected plies (task: work.GameTask)."""
+        from ..encoding.position import parse_position
+        from ..search.tree import NodeTree
+
+        if not task.plies:
+            return []
+        tree = NodeTree()
+        start_key = f"{task.start_fen or 'startpos'}|{task.chess960}"
+        h = parse_position(task.start_fen, [])
+        want = set(task.plies)
+        out = []
+        for ply in range(1, task.plies[-1] + 1):
+            if ply in want:
+                out.append(self._position(task, ply, tree, start_key, h, len(out)))
+            if ply <= len(task.moves):
+                h = h.push(chess.Move.from_uci(task.moves[ply - 1]))
+        return out
+
+    def _position(self, task, ply: int, tree, start_key: str, h, i: int) -> dict:
+        from ..search.search import Search
+        from ..search.timemgr import SearchLimits
+
+        moves = task.moves[: ply - 1]
+        played = task.moves[ply - 1] if ply <= len(task.moves) else None
+        board = h.board
+        white = board.turn == chess.WHITE
+        rec = {"game": task.number, "ply": ply, "fen": task.fens[i], "turn": "w" if white else "b",
+               "played": played, "played_san": task.sans[i], "_after": None}
+        if not any(board.legal_moves):
+            q = -1.0 if board.is_checkmate() else 0.0
+            rec.update(best=None, q=q, wdl=[0.0, 0.0, 1.0] if q < 0 else [0.0, 1.0, 0.0],
+                       white_score=expected_score(q if white else -q), best_score=expected_score(q),
+                       played_score=None, nodes=0, pv=[], cp=None, mate=0 if q < 0 else None)
+            return rec
+        tree.set_position(start_key, list(moves), h.last, chess960=task.chess960)
+        s = Search(tree, board, h.first, self.nn, self.params, SearchLimits(nodes=self.nodes),
+                   has_wdl=self.has_wdl, has_mlh=self.has_mlh, game_board=board)
+        s.run()
+        if s.error is not None:
+            raise s.error
+        root = s.root
+        best = s.bestmove
+        idx = root.moves.index(best)
+        child = root.children[idx]
+        wl, d = (child.wl, child.d) if child is not None and child.n > 0 else (-root.wl, root.d)
+        info = s.info_lines()[0]
+        mate = info.score[1] if info.score[0] == "mate" else None
+        rec.update(best=best.uci(), q=wl,
+                   wdl=[(1 + wl - d) / 2, d, (1 - wl - d) / 2] if self.has_wdl else None,
+                   white_score=expected_score(wl if white else -wl), best_score=expected_score(wl),
+                   nodes=root.n, pv=[m.uci() for m in info.pv], cp=None if mate is not None else centipawns(wl),
+                   mate=mate)
+        rec["played_score"], rec["_after"] = self._played(task, ply, root, played, white)
+        return rec
+
+    def _played(self, task, ply: int, root, played: Optional[str], white: bool):
+        """(expected score of the played move for the side to move, (q, wdl, mate) after it from
+        White's view or None)."""
+        if played is None:
+            return None, None
+        move = chess.Move.from_uci(played)
+        child = root.children[root.moves.index(move)] if move in root.moves else None
+        if child is not None and child.n > 0:
+            wl, d = child.wl, child.d
+            mate = None
+            if child.is_terminal and wl != 0:
+                from ..search.score import mate_score
+
+                mate = mate_score(child.m, wl)
+        else:
+            after = chess.Board(task.start_fen) if task.start_fen else chess.Board()
+            after.chess960 = task.chess960
+            for u in task.moves[:ply]:
+                after.push(chess.Move.from_uci(u))
+            outcome = after.outcome(claim_draw=False)
+            if outcome is not None:
+                score = 0.5 if outcome.winner is None else 1.0
+                return score, ((0.0, [0.0, 1.0, 0.0], None) if score == 0.5 else None)
+            e = self.api.evaluate((task.start_fen, task.moves[:ply]))
+            wl = -e.q
+            d = e.wdl[1] if e.wdl is not None else 0.0
+            mate = None
+        wdl = [(1 + wl - d) / 2, d, (1 - wl - d) / 2] if self.has_wdl else None
+        sign = 1 if white else -1
+        view = (sign * wl, (wdl if white else wdl[::-1]) if wdl else None, None if mate is None else sign * mate)
+        return expected_score(wl), view
+
+
+def run_search_mode(evaluator, cfg: RunConfig, nodes: int, sink, minibatch: int = 0) -> None:
+    """Analyse the inputs with a search of `nodes` visits per position; games to `sink` in order."""
+    searcher = GameSearcher(evaluator, nodes, minibatch)
+    stages = Stages(cfg, sink)
+    ok = False
+    try:
+        for unit, tasks in stages.units():
+            outs = [searcher.records(t) if t.error is None else None for t in tasks]
+            stages.finish(unit, tasks, outs)
+        ok = True
+    finally:
+        searcher.close()
+        stages.close(interrupted=not ok)

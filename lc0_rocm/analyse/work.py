@@ -1,0 +1,312 @@
+"""What a worker does to a game: parse it, select and encode its positions (`prepare`), and turn the
+network's outputs for them into records (`raw_records`).
+
+Both run in worker processes when the pipeline has any (everything here is picklable and imports
+no backend), else on the pipeline's reader and writer threads. The history the network sees for a
+position is the game's moves up to it, as `lc0-rocm eval --fen START --moves …` (and the API given a
+board with that move stack) sees it; the numbers are the API's (`Evaluator.evaluate`): policy =
+softmax at temperature 1 with exact exp over the legal moves, sorted high to low (ties by UCI).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import chess
+import chess.pgn
+import numpy as np
+
+from .reader import RawGame
+from .records import Thresholds, expected_score, judge
+
+
+@dataclass(frozen=True)
+class WorkConfig:
+    """What the workers need to know (picklable)."""
+
+    mode: str = "raw"  # "raw" or "search"
+    selection: object = None  # reader.Selection
+    input_format: int = 1  # the net's input format (encoding)
+    top: int = 5  # policy moves per record (0: all)
+
+
+@dataclass(frozen=True)
+class FinishConfig:
+    """How records become output (picklable): which texts, thresholds, plots."""
+
+    mode: str = "raw"
+    top: int = 5
+    want: frozenset = frozenset({"jsonl"})
+    thresholds: Thresholds = Thresholds()
+    annotator: str = "lc0-rocm"
+    plot_dir: Optional[str] = None
+    keep_records: bool = False
+
+
+@dataclass
+class GameTask:
+    """One parsed game and what the backend has to evaluate for it."""
+
+    number: int
+    source: str
+    line: int
+    kind: str
+    error: Optional[str] = None
+    headers: list = field(default_factory=list)  # [(tag, value)] as in the input (PGN)
+    start_fen: Optional[str] = None  # None: the standard start position
+    moves: list = field(default_factory=list)  # UCI
+    chess960: bool = False
+    plies: list = field(default_factory=list)  # the record plies (1-based)
+    fens: list = field(default_factory=list)  # per record
+    white: list = field(default_factory=list)  # per record: White to move
+    sans: list = field(default_factory=list)  # per record: SAN of the played move (None: none)
+    final_score: Optional[float] = None  # expected score of the last mover when the game's end is decided
+    # raw mode: rows to evaluate, in order; records read rows rec_row[i] (and after_row[i]: the position
+    # after their move, -1 when there is none or the game ended there)
+    planes: object = None  # PackedPlanes of the rows
+    rec_row: list = field(default_factory=list)
+    after_row: list = field(default_factory=list)
+    legal_codes: list = field(default_factory=list)  # per record: int32 move codes of the legal moves
+    legal_idx: list = field(default_factory=list)  # per record: int32 policy indices (row's transform)
+
+    @property
+    def n_rows(self) -> int:
+        return 0 if self.planes is None else len(self.planes)
+
+
+@dataclass
+class RowOutputs:
+    """The backend's outputs for one game's rows: q/wdl/mlh per row, legal logits per record."""
+
+    q: np.ndarray
+    wdl: Optional[np.ndarray]
+    mlh: Optional[np.ndarray]
+    logits: list  # per record: float32 logits of its legal moves (legal_idx order)
+
+
+# ------------------------------------------------------------------------------------------------
+# parsing
+
+
+def parse_game(raw: RawGame):
+    """(board at the start, [chess.Move], headers, error or None) of a RawGame."""
+    if raw.kind == "fen":
+        return _parse_fen_line(raw.text)
+    game = chess.pgn.read_game(io.StringIO(raw.text), Visitor=_QuietBuilder)
+    if game is None:
+        return None, [], [], "no game found"
+    headers = list(game.headers.items())
+    if game.errors:
+        return None, [], headers, _describe_error(game.errors[0], raw)
+    board = game.board()
+    if type(board) is not chess.Board:
+        return None, [], headers, f"variant {game.headers.get('Variant', '?')!r} is not supported"
+    status = board.status()
+    if status != chess.STATUS_VALID:
+        return None, [], headers, f"illegal start position {board.fen()!r}"
+    return board, list(game.mainline_moves()), headers, None
+
+
+class _QuietBuilder(chess.pgn.GameBuilder):
+    """python-chess's game builder, keeping errors in `game.errors` without logging them."""
+
+    def handle_error(self, error: Exception) -> None:
+        self.game.errors.append(error)
+
+
+def _parse_fen_line(text: str):
+    try:
+        board = chess.Board(text)
+    except ValueError:
+        try:
+            board, _ = chess.Board.from_epd(text)
+        except ValueError as e:
+            return None, [], [], f"not a FEN or EPD position: {' '.join(str(e).split())}"
+    if board.status() != chess.STATUS_VALID:
+        return None, [], [], f"illegal position {board.fen()!r}"
+    return board, [], [], None
+
+
+def _describe_error(err: Exception, raw: RawGame):
+    """(input line, message) of a game's first error: the line of the token it names when found."""
+    msg = " ".join(str(err).split())
+    line = raw.line
+    m = re.search(r"san: '([^']+)'", msg) or re.search(r"'([^' ]+)'", msg)
+    if m:
+        token = m.group(1)
+        in_moves = False
+        for k, text in enumerate(raw.text.splitlines()):
+            if not text.lstrip().startswith("["):
+                in_moves = True
+            if in_moves and re.search(r"(^|[\s.])" + re.escape(token) + r"($|[\s!?+#])", text):
+                line = raw.line + k
+                break
+    return line, msg
+
+
+# ------------------------------------------------------------------------------------------------
+# prepare
+
+
+def move_code(m: chess.Move) -> int:
+    return m.from_square | (m.to_square << 6) | ((m.promotion or 0) << 12)
+
+
+def code_uci(code: int) -> str:
+    return chess.Move(code & 63, (code >> 6) & 63, (code >> 12) or None).uci()
+
+
+def prepare(raw: RawGame, cfg: WorkConfig) -> GameTask:
+    """Parse a game, choose its record plies and, in raw mode, encode the rows to evaluate."""
+    from ..encoding.history import History
+
+    task = GameTask(raw.number, raw.source, raw.line, raw.kind)
+    board, moves, headers, error = parse_game(raw)
+    task.headers = headers
+    if error is not None:
+        if isinstance(error, tuple):
+            task.line, error = error
+        task.error = error
+        return task
+    task.start_fen = None if board.fen() == chess.STARTING_FEN else board.fen()
+    task.chess960 = board.chess960
+    task.moves = [m.uci() for m in moves]
+    if raw.kind == "fen":
+        plies = [1]
+    else:
+        plies = cfg.selection.plies(len(moves), board.turn == chess.WHITE)
+    task.plies = plies
+    n = len(moves)
+    if n and plies and plies[-1] == n:  # the last move is analysed: is the game decided after it?
+        end = board.copy(stack=False)
+        for m in moves:
+            end.push(m)
+        outcome = end.outcome(claim_draw=False)
+        if outcome is not None:
+            task.final_score = 0.5 if outcome.winner is None else 1.0
+    raw_mode = cfg.mode == "raw"
+    want = set(plies)
+    rows_wanted = set(plies)
+    if raw_mode:
+        rows_wanted |= {p + 1 for p in plies if p <= n and not (p == n and task.final_score is not None)}
+    histories, row_of = [], {}
+    b = board.copy(stack=False)
+    h = History.from_board(b)
+    for p in range(1, max(rows_wanted, default=0) + 1):
+        if p in want:
+            task.fens.append(b.fen())
+            task.white.append(b.turn == chess.WHITE)
+            task.sans.append(b.san(moves[p - 1]) if p <= n else None)
+        if p in rows_wanted:
+            row_of[p] = len(histories)
+            histories.append(h)
+        if p <= n:
+            after = b.copy(stack=False)
+            after.push(moves[p - 1])
+            h = h.push(moves[p - 1], after)
+            b = after
+    if not raw_mode:
+        return task
+    from ..encoding.planes import encode_positions
+    from ..encoding.policy_map import legal_move_indices
+
+    task.planes = encode_positions(histories, cfg.input_format)
+    for p in plies:
+        row = row_of[p]
+        task.rec_row.append(row)
+        task.after_row.append(row_of.get(p + 1, -1) if p <= n else -1)
+        legal, idx = legal_move_indices(histories[row].board, int(task.planes.transforms[row]))
+        task.legal_codes.append(np.array([move_code(m) for m in legal], dtype=np.int32))
+        task.legal_idx.append(idx)
+    return task
+
+
+# ------------------------------------------------------------------------------------------------
+# raw records
+
+
+def raw_records(task: GameTask, out: RowOutputs, top: int) -> list[dict]:
+    """The records of a game from its rows' outputs (keys as `records.keys("raw")`; `loss`, `nag`
+    and `blunder` are filled by `records.judge`; `_after` keeps the value after the move, White's
+    view, for the annotated PGN)."""
+    from ..encoding.legal_policy import softmax_logits
+
+    recs = []
+    for i, ply in enumerate(task.plies):
+        row = task.rec_row[i]
+        white = task.white[i]
+        played = task.moves[ply - 1] if ply <= len(task.moves) else None
+        codes = task.legal_codes[i]
+        probs = softmax_logits(out.logits[i], 1.0, use_fast_exp=False)
+        policy, best, played_p, played_rank = _policy(codes, probs, played, top)
+        q = float(out.q[row])
+        wdl = [float(x) for x in out.wdl[row]] if out.wdl is not None else None
+        after = task.after_row[i]
+        played_score, after_view = None, None
+        if after >= 0:
+            qa = float(out.q[after])
+            played_score = expected_score(-qa)
+            wa = [float(x) for x in out.wdl[after]] if out.wdl is not None else None
+            # the position after the move has the other side to move: White's view flips when White moved
+            after_view = (qa if not white else -qa, (wa if not white else wa[::-1]) if wa else None, None)
+        elif played is not None and ply == len(task.moves) and task.final_score is not None:
+            played_score = task.final_score
+            after_view = (0.0, [0.0, 1.0, 0.0], None) if played_score == 0.5 else None  # no eval after a mate
+        recs.append({
+            "game": task.number, "ply": ply, "fen": task.fens[i], "turn": "w" if white else "b",
+            "played": played, "played_san": task.sans[i], "best": best, "q": q, "wdl": wdl,
+            "white_score": expected_score(q if white else -q), "best_score": expected_score(q),
+            "played_score": played_score, "loss": None, "nag": None, "blunder": False,
+            "policy": policy, "mlh": float(out.mlh[row]) if out.mlh is not None else None,
+            "played_p": played_p, "played_rank": played_rank, "_after": after_view,
+        })
+    return recs
+
+
+def _policy(codes: np.ndarray, probs: np.ndarray, played: Optional[str], top: int):
+    """({uci: p} of the top moves, best uci, played p, played rank) in the API's order: high to low,
+    ties by UCI string."""
+    n = len(codes)
+    if n == 0:
+        return {}, None, None, None
+    k = n if top <= 0 or top >= n else top
+    if k == n:
+        cand = np.arange(n)
+    else:
+        kth = np.partition(probs, n - k)[n - k]
+        cand = np.nonzero(probs >= kth)[0]
+    ranked = sorted(((float(probs[j]), code_uci(int(codes[j]))) for j in cand), key=lambda t: (-t[0], t[1]))[:k]
+    policy = {u: p for p, u in ranked}
+    played_p = played_rank = None
+    if played is not None:
+        hit = np.nonzero(codes == move_code(chess.Move.from_uci(played)))[0]
+        if len(hit):
+            pp = probs[hit[0]]
+            ties = [code_uci(int(codes[t])) for t in np.nonzero(probs == pp)[0]]
+            played_p = float(pp)
+            played_rank = 1 + int(np.count_nonzero(probs > pp)) + sum(u < played for u in ties)
+    return policy, ranked[0][1], played_p, played_rank
+
+
+# ------------------------------------------------------------------------------------------------
+# finish: records → judged, formatted, plotted
+
+
+def finish(task: GameTask, out, cfg: FinishConfig):
+    """A game's `formats.GameOutput`: `out` is its RowOutputs (raw mode) or its records (search mode)."""
+    from .formats import game_output
+
+    if task.error is not None:
+        return game_output(task, [], cfg.mode, cfg.want)
+    records = raw_records(task, out, cfg.top) if isinstance(out, RowOutputs) else out
+    for r in records:
+        judge(r, cfg.thresholds)
+    result = game_output(task, records, cfg.mode, cfg.want, cfg.annotator, cfg.keep_records)
+    if cfg.plot_dir and records and task.kind == "pgn":
+        from .plot import plot_game
+
+        plot_game(task, records, cfg.plot_dir)
+    return result

@@ -1,0 +1,161 @@
+"""The output files of `lc0-rocm analyse`: JSONL, CSV, annotated PGN; per-game flush; `--resume`.
+
+Games arrive in input order (`formats.GameOutput`); each game's text is written whole and the files
+are flushed after it, so a reader of the files (or an interrupted run) only ever sees whole games.
+A sidecar `<first output>.resume.json` records, at most every half second and at the end, the last
+game written and every file's size at that point. `--resume` truncates each file to its recorded
+size and continues after that game: no game is lost or written twice, whatever stopped the run
+(Ctrl-C, a kill, a crash). The sidecar also records the inputs and settings; resuming with other
+ones is refused. Without any file output, JSONL goes to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Callable, Optional
+
+from ..errors import Lc0RocmError
+from .formats import csv_header
+
+KINDS = ("jsonl", "csv", "pgn")
+SAVE_INTERVAL_S = 0.5
+
+
+class OutputError(Lc0RocmError):
+    """An output cannot be written or a run cannot be resumed."""
+
+
+def sidecar_path(paths: dict) -> Optional[str]:
+    for kind in KINDS:
+        p = paths.get(kind)
+        if p and p != "-":
+            return p + ".resume.json"
+    return None
+
+
+class Outputs:
+    """The sink of a run: `write(unit, [GameOutput])`, `close()`; `after_game` is where a resumed run
+    starts (0: from the beginning)."""
+
+    def __init__(self, paths: dict, mode: str, signature: dict, resume: bool = False,
+                 note: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
+                 on_game: Optional[Callable] = None):
+        self.paths = {k: v for k, v in paths.items() if v}
+        if not self.paths:
+            self.paths = {"jsonl": "-"}
+        self.mode = mode
+        self.signature = signature
+        self.note = note
+        self.on_game = on_game
+        self.sidecar = sidecar_path(self.paths)
+        self.after_game = 0
+        self.last_game = 0
+        self.files: dict = {}
+        self.sizes: dict = {}
+        self._saved = 0.0
+        if resume and self.sidecar is None:
+            raise OutputError("--resume needs a file output (--jsonl, --csv or --pgn-out)")
+        state = self._load_state() if resume else None
+        try:
+            for kind, path in self.paths.items():
+                if path == "-":
+                    self.files[kind] = sys.stdout.buffer
+                    self.sizes[kind] = 0
+                    continue
+                if state is not None:
+                    size = int(state["sizes"].get(kind, 0))
+                    with open(path, "ab") as f:
+                        if f.tell() < size:
+                            raise OutputError(f"cannot resume: {path} is shorter than {self.sidecar} says")
+                        f.truncate(size)
+                    f = open(path, "ab")
+                else:
+                    f = open(path, "wb")
+                    size = 0
+                self.files[kind] = f
+                self.sizes[kind] = size
+                if kind == "csv" and size == 0:
+                    self._write(kind, csv_header(mode))
+        except OSError as e:
+            self.close(final=False)
+            raise OutputError(f"cannot write {e.filename}: {e.strerror}") from None
+        if state is not None:
+            self.after_game = self.last_game = int(state["game"])
+        self._save()
+
+    def _load_state(self) -> Optional[dict]:
+        if not os.path.exists(self.sidecar):
+            existing = [p for p in self.paths.values() if p != "-" and os.path.exists(p) and os.path.getsize(p)]
+            if existing:
+                raise OutputError(f"cannot resume: {existing[0]} exists but {self.sidecar} does not "
+                                  "(it was not written by this command, or with other outputs)")
+            return None
+        try:
+            with open(self.sidecar, encoding="utf-8") as f:
+                state = json.load(f)
+            int(state["game"])
+            dict(state["sizes"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise OutputError(f"cannot resume: {self.sidecar} is unreadable") from None
+        old = state.get("signature", {})
+        for key, value in self.signature.items():
+            if key in old and old[key] != value:
+                raise OutputError(f"cannot resume: {key} differs from the interrupted run's "
+                                  f"({old[key]!r} then, {value!r} now)")
+        if set(state["sizes"]) != {k for k, p in self.paths.items() if p != "-"}:
+            raise OutputError(f"cannot resume: the outputs differ from the interrupted run's ({', '.join(sorted(state['sizes']))})")
+        return state
+
+    def _write(self, kind: str, text: str) -> None:
+        data = text.encode("utf-8")
+        self.files[kind].write(data)
+        self.sizes[kind] += len(data)
+
+    def write(self, unit, outputs: list) -> None:
+        for go in outputs:
+            if go.error is not None:
+                self.note(f"lc0-rocm: game {go.number} ({go.source} line {go.line}): {go.error}; skipped")
+            else:
+                for kind in self.files:
+                    text = getattr(go, kind)
+                    if text:
+                        self._write(kind, text)
+                for f in self.files.values():
+                    f.flush()
+            self.last_game = go.number
+            if self.on_game is not None:
+                self.on_game(go)
+        if time.monotonic() - self._saved >= SAVE_INTERVAL_S:
+            self._save()
+
+    def _save(self, complete: bool = False) -> None:
+        self._saved = time.monotonic()
+        if self.sidecar is None:
+            return
+        for f in self.files.values():
+            f.flush()
+        state = {"game": self.last_game, "sizes": {k: v for k, v in self.sizes.items() if self.paths[k] != "-"},
+                 "complete": complete, "signature": self.signature}
+        tmp = self.sidecar + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(state, f)
+        os.replace(tmp, self.sidecar)
+
+    def close(self, final: bool = True, complete: bool = False) -> None:
+        if final and self.files:
+            try:
+                self._save(complete)
+            except OSError:
+                pass
+        for kind, f in self.files.items():
+            try:
+                if self.paths.get(kind) == "-":
+                    f.flush()
+                else:
+                    f.close()
+            except (OSError, ValueError):
+                pass
+        self.files = {}
