@@ -34,3 +34,14 @@ class CompileError(GpuError):
 
 class TablebaseError(Lc0RocmError):
     """A SyzygyPath entry is not a directory, holds no Syzygy tables, or holds a damaged table file."""
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether a failure is memory running out: Python's MemoryError, or a GPU call's out-of-memory
+    status (hipErrorOutOfMemory, hipBLASLt's alloc failure) carried in a BackendError's message."""
+    if isinstance(error, MemoryError):
+        return True
+    if not isinstance(error, BackendError):
+        return False
+    text = str(error).lower().replace(" ", "")
+    return "outofmemory" in text or "outofgpumemory" in text or "alloc_failed" in text

@@ -30,10 +30,11 @@ from typing import Callable, Optional, TextIO
 
 from . import __version__
 from . import engine_options as eo
-from .errors import Lc0RocmError, PositionError
+from .errors import BackendError, Lc0RocmError, PositionError
 from .search.timemgr import GoParams
 
 NET_KEYS = ("WeightsFile", "Backend", "BackendOptions")
+MIN_GPU_BATCH = 16  # the smallest device batch tried after the GPU runs out of memory
 
 
 class UciError(Lc0RocmError):
@@ -214,6 +215,12 @@ class UciEngine:
         self._tm_key = None
         self.time_manager = None
         self._last_game = None  # (start, moves) of the last search: does the next continue it?
+        # GPU faults: the fault that ended the last search (the next `go` reopens the backend), the
+        # max_batch after running out of memory, and whether `auto` fell back to the CPU
+        self._backend_fault: Optional[BaseException] = None
+        self._max_batch_cap: Optional[int] = None
+        self._on_cpu_fallback = False
+        self._fault_state_key = None  # the net settings that cap and fallback belong to
         pairs = list(settings or []) + [(k, v) for k, v in (overrides or {}).items() if v is not None]
         for name, value in pairs:
             self._set_option(name, value)
@@ -385,9 +392,10 @@ class UciEngine:
             return
         if self.position is None:
             self.position = self._parse_position(None, [])
+        self._recover_from_fault()
         if not self.ensure_net():
             self.error("no network loaded; cannot search")
-            self.send("bestmove (none)")
+            self._send_fallback_bestmove()
             return
         try:
             self._start_search(go)
@@ -444,11 +452,15 @@ class UciEngine:
             self._sync_evaluator()
             return True
         self._unload()
+        if self._fault_state_key != key:  # new net or backend settings: the GPU gets another chance
+            self._fault_state_key = key
+            self._on_cpu_fallback = False
+            self._max_batch_cap = None
         path, backend_name, backend_opts = key
         try:
             self.note(f"Loading weights file from: {path}")
             t0 = time.monotonic()
-            handle = open_backend(path, backend=backend_name, options=backend_opts)
+            handle = self._open_backend(open_backend, path, backend_name, backend_opts)
         except (Lc0RocmError, OSError) as e:
             msg = getattr(e, "strerror", None) and f"{e.strerror}: {e.filename}" or str(e)
             self.error(f"cannot load network {path}: {msg.splitlines()[0] if msg else type(e).__name__}")
@@ -467,8 +479,10 @@ class UciEngine:
                 self.note("compiling the search for this machine (first start only, about a minute)")
             warm_up(self.evaluator, net.has_wdl, net.has_moves_left, int(self.opt("MinibatchSize")))
         except Exception as e:
-            self.error(f"cannot start the search: {type(e).__name__}: {e}")
             self._unload()
+            if self._gpu_failed_at_start(e, backend.name, key[1]):
+                return self.ensure_net()  # a smaller device batch, or the cpu (bounded: both only shrink)
+            self.error(f"cannot start the search: {type(e).__name__}: {e}")
             return False
         self._loaded_key = key
         self.tree = None
@@ -477,6 +491,70 @@ class UciEngine:
                   f"{net.input_format}, {'WDL' if net.has_wdl else 'value'}"
                   f"{', moves-left' if net.has_moves_left else ''}; backend {backend.name}")
         return True
+
+    def _open_backend(self, open_backend, path: str, name: str, options: str):
+        """open_backend with the engine's GPU fault policy: after running out of GPU memory, halve the
+        device batch (`max_batch`) down to MIN_GPU_BATCH; when the GPU still fails and Backend is
+        `auto`, use the CPU and say so in an `info string`."""
+        from .errors import BackendError, is_out_of_memory
+
+        if self._on_cpu_fallback and name == "auto":
+            return open_backend(path, backend="cpu", options=options)
+        while True:
+            try:
+                return open_backend(path, backend=name, options=_with_max_batch(options, self._max_batch_cap))
+            except BackendError as e:
+                if name == "cpu":
+                    raise
+                reason = _one_line(e)
+                cap = self._max_batch_cap or _max_batch_option(options)
+                if is_out_of_memory(e) and cap > MIN_GPU_BATCH:
+                    self._max_batch_cap = max(MIN_GPU_BATCH, cap // 2)
+                    self.info_string(f"GPU out of memory with max_batch {cap}; trying max_batch "
+                                     f"{self._max_batch_cap}")
+                    continue
+                if name != "auto":
+                    self._max_batch_cap = None  # not the batch's fault: the next attempt starts afresh
+                    raise
+                self.info_string(f"the GPU backend failed ({reason}); using the cpu backend")
+                self._on_cpu_fallback = True
+                return open_backend(path, backend="cpu", options=options)
+
+    def _gpu_failed_at_start(self, error: BaseException, backend: str, requested: str) -> bool:
+        """The GPU failed while preparing its batch sizes at `isready`: True (try again) when a smaller
+        device batch is left to try after out-of-memory, or when `auto` may fall back to the cpu."""
+        from .errors import is_out_of_memory
+
+        if not backend.startswith("rocm"):
+            return False
+        cap = self._max_batch_cap or _max_batch_option(self.opt("BackendOptions"))
+        if is_out_of_memory(error) and cap > MIN_GPU_BATCH:
+            self._max_batch_cap = max(MIN_GPU_BATCH, cap // 2)
+            self.info_string(f"GPU out of memory with max_batch {cap}; trying max_batch {self._max_batch_cap}")
+            self._fault_state_key = tuple(self.opt(k) for k in NET_KEYS)  # keep the cap for the retry
+            return True
+        if requested == "auto" and not self._on_cpu_fallback:
+            self.info_string(f"the GPU backend failed ({_one_line(error)}); using the cpu backend")
+            self._on_cpu_fallback = True
+            return True
+        return False
+
+    def _recover_from_fault(self) -> None:
+        """After a search ended in a GPU fault: reopen the backend for this `go` (with half the device
+        batch after running out of memory). Should the GPU fail again, `_open_backend` decides."""
+        from .errors import is_out_of_memory
+
+        fault, self._backend_fault = self._backend_fault, None
+        if fault is None or self.backend is None or not self.backend.name.startswith("rocm"):
+            return
+        note = ""
+        if is_out_of_memory(fault):
+            cap = self._max_batch_cap or _max_batch_option(self.opt("BackendOptions"))  # per device
+            if cap > MIN_GPU_BATCH:
+                self._max_batch_cap = max(MIN_GPU_BATCH, cap // 2)
+                note = f" with max_batch {self._max_batch_cap}"
+        self.info_string(f"retrying on the GPU{note} after the last search's fault")
+        self._unload()
 
     def _sync_evaluator(self) -> None:
         ev = self.evaluator
@@ -613,6 +691,8 @@ class UciEngine:
                 tm.search_done(s.limits, (time.monotonic() - s.limits_origin) * 1000.0, total_nodes=s.root.n)
                 if s.error is not None:
                     self.error(f"search failed: {type(s.error).__name__}: {s.error}")
+                    if isinstance(s.error, (BackendError, MemoryError)):
+                        self._backend_fault = s.error
             with self._bestmove_lock:
                 if not aborted.is_set():
                     send_bestmove(best, ponder)
@@ -678,6 +758,30 @@ class UciEngine:
                     self._search_aborted.set()
             s.stop()
             s.wait()
+
+
+def _with_max_batch(options: str, cap: Optional[int]) -> str:
+    """Backend options with max_batch=cap appended (the last of a repeated key wins)."""
+    if cap is None:
+        return options
+    return f"{options},max_batch={cap}" if options.strip() else f"max_batch={cap}"
+
+
+def _max_batch_option(options: str) -> int:
+    """The max_batch a GPU backend opens with under these options (its default when absent or bad)."""
+    from .backends.rocm import DEFAULT_MAX_BATCH
+
+    value = DEFAULT_MAX_BATCH
+    for item in (options or "").split(","):
+        key, sep, val = item.partition("=")
+        if sep and key.strip() == "max_batch" and val.strip().isdigit() and int(val) >= 1:
+            value = int(val)
+    return value
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
 
 
 def _contempt_mode(mode: str, go: GoParams, black_to_move: bool) -> str:
