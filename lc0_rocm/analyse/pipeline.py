@@ -254,7 +254,7 @@ def run_raw(evaluator, cfg: RunConfig, sink: Callable, on_batch: Optional[Callab
             o, ti, r0, n = pieces[0]
             k = min(n, left)
             planes = o.tasks[ti].planes
-            parts.append(PackedPlanes(planes.masks[r0:r0 + k], planes.values[r0:r0 + k], planes.transforms[r0:r0 + k]))
+            parts.append(planes.rows(r0, r0 + k))
             batch_pieces.append((o, ti, r0, k))
             if k == n:
                 pieces.pop(0)

@@ -12,7 +12,8 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Optional
 
-from ..backends.base import Backend, NetOutputs
+from ..backends.base import Backend
+from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
 from .move_codes import index_tables
 from .nncache import NNCache

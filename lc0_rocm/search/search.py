@@ -30,7 +30,7 @@ import chess
 import numpy as np
 
 from ..encoding.history import PositionState
-from ..backends.base import NetOutputs
+from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
 from ..encoding.policy_map import board_move_to_index
 from . import rules
