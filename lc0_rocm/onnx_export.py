@@ -26,7 +26,6 @@ from .net.description import (
     EncoderLayer,
     LayerNorm,
     MovesLeftHead,
-    MultiHeadAttention,
     NetDescription,
     ValueHead,
 )

@@ -214,7 +214,7 @@ def test_bad_game_is_reported_and_skipped(tmp_path, games):
     (tmp_path / "b.pgn").write_text(text)
     p = analyse(tmp_path / "b.pgn", "--jsonl", tmp_path / "b.jsonl")
     line = text.splitlines().index(next(x for x in text.splitlines() if "Kd5" in x)) + 1
-    assert f"game 2 (" in p.stderr and f"line {line})" in p.stderr and "skipped" in p.stderr
+    assert "game 2 (" in p.stderr and f"line {line})" in p.stderr and "skipped" in p.stderr
     recs = read_jsonl(tmp_path / "b.jsonl")
     assert sorted({r["game"] for r in recs}) == [1, 3]
 

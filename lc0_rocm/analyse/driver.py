@@ -67,24 +67,16 @@ def run(args, selection, thresholds, signature: dict) -> int:
             outputs.write(unit, outs)
             progress.update(done_bytes=unit.done_bytes)
 
-        try:
+        def body():
             if mode == "raw":
                 run_raw(evaluator, cfg, sink)
             else:
                 from .search_mode import run_search_mode
 
                 run_search_mode(evaluator, cfg, args.nodes, sink)
-        except KeyboardInterrupt:
-            outputs.close()
-            progress.close()
-            print(f"lc0-rocm: interrupted after game {outputs.last_game}; the outputs hold whole games "
-                  "(run again with --resume to continue)", file=sys.stderr)
+
+        if write_all(body, outputs, progress) == 130:
             return 130
-        except BaseException:
-            outputs.close()
-            raise
-        outputs.close(complete=True)
-        progress.close()
     finally:
         evaluator.close()
     dt = time.monotonic() - t0
@@ -92,3 +84,23 @@ def run(args, selection, thresholds, signature: dict) -> int:
           f"{f' ({progress.skipped} skipped)' if progress.skipped else ''} in {dt:.1f} s "
           f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}", file=sys.stderr)
     return 0
+
+
+def write_all(body, outputs, progress) -> int:
+    """Run `body` (which feeds `outputs`) and close the outputs: marked complete when it ends, left
+    holding whole games with exit code 130 on Ctrl-C (the local run and the Ray run share this)."""
+    try:
+        body()
+    except KeyboardInterrupt:
+        outputs.close()
+        progress.close()
+        print(f"lc0-rocm: interrupted after game {outputs.last_game}; the outputs hold whole games "
+              "(run again with --resume to continue)", file=sys.stderr)
+        return 130
+    except BaseException:
+        outputs.close()
+        raise
+    outputs.close(complete=True)
+    progress.close()
+    return 0
+

@@ -248,7 +248,7 @@ def run_raw(evaluator, cfg: RunConfig, sink: Callable, on_batch: Optional[Callab
     inflight: deque = deque()  # (handle, pieces)
 
     def submit(take: int) -> None:
-        nonlocal pieces, buffered
+        nonlocal buffered
         parts, batch_pieces, left = [], [], take
         while left:
             o, ti, r0, n = pieces[0]

@@ -100,13 +100,12 @@ def actor_resources(backend: str, actors: int, cluster: dict) -> tuple[int, dict
 
 def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
     try:
-        import ray  # noqa: F401
-        import ray.data  # noqa: F401
+        import ray.data  # noqa: F401  (Ray Data, not only Ray)
     except ImportError:
         from ..errors import Lc0RocmError
 
         raise Lc0RocmError("--ray needs Ray Data: pip install 'lc0-rocm[ray]'") from None
-    from .driver import annotator, output_paths, wanted
+    from .driver import annotator, output_paths, wanted, write_all
     from .reader import read_units
     from .work import FinishConfig
     from .writers import Outputs
@@ -116,10 +115,8 @@ def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
     paths = output_paths(args)
     outputs = Outputs(paths, mode, signature, args.resume, note=progress.note,
                       on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)))
-    ray = connect(args.ray, num_cpus=None)
+    connect(args.ray, num_cpus=None)
     try:
-        import ray.data
-
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
         ctx.execution_options.preserve_order = False
@@ -130,23 +127,15 @@ def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
                       selection=selection, top=args.top, finish_cfg=fin, nodes=args.nodes)
         units = read_units(args.inputs, args.format, games_per_unit=4, after_game=outputs.after_game,
                            max_games=args.max_games)
-        try:
+        def body():
             while True:
                 window = [u for _, u in zip(range(WINDOW_UNITS), units)]
                 if not window:
                     break
                 _run_window(ray, window, kwargs, n_actors, resources, outputs, progress)
-        except KeyboardInterrupt:
-            outputs.close()
-            progress.close()
-            print(f"lc0-rocm: interrupted after game {outputs.last_game}; the outputs hold whole games "
-                  "(run again with --resume to continue)", file=sys.stderr)
+
+        if write_all(body, outputs, progress) == 130:
             return 130
-        except BaseException:
-            outputs.close()
-            raise
-        outputs.close(complete=True)
-        progress.close()
     finally:
         if args.ray == "local":
             ray.shutdown()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from ..backends.factory import BACKEND_NAMES, DEFAULT_BACKEND
 
