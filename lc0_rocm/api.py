@@ -253,18 +253,19 @@ def _board_history(board: chess.Board):
 
 
 def _evaluation(history, out: NetOutputs, j: int, transform: int, with_logits: bool) -> Evaluation:
-    from .encoding.legal_policy import legal_policy
+    import numpy as np
+
+    from .encoding.legal_policy import softmax_logits
     from .encoding.policy_map import legal_move_indices
 
     board = history.board
-    probs = legal_policy(board, out.policy[j], transform=transform, temperature=1.0, use_fast_exp=False)
-    ranked = sorted(probs.items(), key=lambda kv: (-kv[1], kv[0].uci()))
-    policy = {move: float(p) for move, p in ranked}
-    raw = None
-    if with_logits:
-        moves, idx = legal_move_indices(board, transform)
-        by_move = dict(zip(moves, (float(x) for x in out.policy[j][idx])))
-        raw = {move: by_move[move] for move in policy}
+    # encoding.legal_policy.legal_policy at temperature 1 with exact exp, keeping the legal moves' logits
+    moves, idx = legal_move_indices(board, transform)
+    selected = np.asarray(out.policy[j], dtype=np.float32)[idx]
+    probs = softmax_logits(selected, 1.0, use_fast_exp=False)
+    ranked = sorted(zip(moves, probs.tolist(), selected.tolist()), key=lambda t: (-t[1], t[0].uci()))
+    policy = {move: p for move, p, _ in ranked}
+    raw = {move: x for move, _, x in ranked} if with_logits else None
     return Evaluation(
         fen=board.fen(),
         policy=policy,

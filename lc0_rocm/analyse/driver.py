@@ -53,10 +53,7 @@ def run(args, selection, thresholds, signature: dict) -> int:
     t0 = time.monotonic()
     evaluator = open_backend(args.weights, args.backend, args.backend_opts)
     try:
-        outputs = Outputs(paths, mode, signature, args.resume, note=progress.note,
-                          on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)))
-        if outputs.after_game:
-            progress.note(f"lc0-rocm: resuming after game {outputs.after_game}")
+        outputs = open_outputs(paths, mode, signature, args.resume, progress)
         work = WorkConfig(mode, selection, evaluator.net.input_format, args.top)
         fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot)
         workers = args.workers if args.workers >= 0 else default_workers(evaluator.backend_name)
@@ -80,10 +77,24 @@ def run(args, selection, thresholds, signature: dict) -> int:
     finally:
         evaluator.close()
     dt = time.monotonic() - t0
-    print(f"lc0-rocm analyse: {progress.positions} positions, {progress.games} games"
-          f"{f' ({progress.skipped} skipped)' if progress.skipped else ''} in {dt:.1f} s "
-          f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}", file=sys.stderr)
+    summary(progress, dt, f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}")
     return 0
+
+
+def open_outputs(paths: dict, mode: str, signature: dict, resume: bool, progress) -> Outputs:
+    """The run's `Outputs`, counting games on the progress line (the local run and the Ray run share this)."""
+    outputs = Outputs(paths, mode, signature, resume, note=progress.note,
+                      on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)))
+    if outputs.after_game:
+        progress.note(f"lc0-rocm: resuming after game {outputs.after_game}")
+    return outputs
+
+
+def summary(progress, seconds: float, how: str) -> None:
+    """The run's last line on stderr: positions, games (skipped ones), time and `how` it ran."""
+    skipped = f" ({progress.skipped} skipped)" if progress.skipped else ""
+    print(f"lc0-rocm analyse: {progress.positions} positions, {progress.games} games{skipped} in {seconds:.1f} s "
+          f"{how}", file=sys.stderr)
 
 
 def write_all(body, outputs, progress) -> int:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import pickle
-import sys
 import time
 from typing import Optional
 
@@ -44,7 +43,7 @@ class AnalyseActor:
 
     def analyse(self, unit) -> list:
         """The unit's GameOutputs, in order."""
-        from .pipeline import RunConfig, Stages, run_raw
+        from .pipeline import RunConfig, run_raw
 
         done: list = []
         cfg = RunConfig(inputs=[], work=self.work, finish=self.finish, units=[unit])
@@ -52,14 +51,9 @@ class AnalyseActor:
         if self.searcher is None:
             run_raw(self.ev, cfg, sink)
         else:
-            stages = Stages(cfg, sink)
-            ok = False
-            try:
-                for u, tasks in stages.units():
-                    stages.finish(u, tasks, [self.searcher.records(t) if t.error is None else None for t in tasks])
-                ok = True
-            finally:
-                stages.close(interrupted=not ok)
+            from .search_mode import search_units
+
+            search_units(self.searcher, cfg, sink)
         return done
 
     def __call__(self, batch: dict) -> dict:
@@ -83,10 +77,15 @@ def connect(address: str, num_cpus: Optional[int] = None):
     if ray.is_initialized():
         return ray
     kw = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-    if address == "local":
-        ray.init(num_cpus=num_cpus, **kw)
-    else:
-        ray.init(address=address, **kw)
+    try:
+        if address == "local":
+            ray.init(num_cpus=num_cpus, **kw)
+        else:
+            ray.init(address=address, **kw)
+    except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:  # no cluster there, no ray[client]
+        from ..errors import Lc0RocmError
+
+        raise Lc0RocmError(f"--ray {address}: {' '.join(str(e).split())}") from None
     return ray
 
 
@@ -105,17 +104,20 @@ def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
         from ..errors import Lc0RocmError
 
         raise Lc0RocmError("--ray needs Ray Data: pip install 'lc0-rocm[ray]'") from None
-    from .driver import annotator, output_paths, wanted, write_all
+    from .driver import annotator, open_outputs, output_paths, summary, wanted, write_all
     from .reader import read_units
     from .work import FinishConfig
-    from .writers import Outputs
 
+    _check_backend_args(args)
     t0 = time.monotonic()
     mode = "search" if args.nodes else "raw"
     paths = output_paths(args)
-    outputs = Outputs(paths, mode, signature, args.resume, note=progress.note,
-                      on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)))
-    connect(args.ray, num_cpus=None)
+    outputs = open_outputs(paths, mode, signature, args.resume, progress)
+    try:
+        connect(args.ray, num_cpus=None)
+    except BaseException:
+        outputs.close()
+        raise
     try:
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
@@ -139,11 +141,22 @@ def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
     finally:
         if args.ray == "local":
             ray.shutdown()
-    dt = time.monotonic() - t0
-    print(f"lc0-rocm analyse: {progress.positions} positions, {progress.games} games"
-          f"{f' ({progress.skipped} skipped)' if progress.skipped else ''} in {dt:.1f} s on Ray "
-          f"({n_actors} actors)", file=sys.stderr)
+    summary(progress, time.monotonic() - t0, f"on Ray ({n_actors} actors)")
     return 0
+
+
+def _check_backend_args(args) -> None:
+    """The one-line errors the actors would otherwise raise inside Ray (a traceback per actor): the
+    backend name, the options string and the weights file, checked here before the cluster starts."""
+    import os
+
+    from ..backends.factory import check_backend_name, parse_backend_options
+    from ..errors import NetFormatError
+
+    check_backend_name(args.backend)
+    parse_backend_options(args.backend_opts)
+    if args.weights and not os.path.isfile(args.weights):
+        raise NetFormatError(f"No such file or directory: {args.weights}")
 
 
 def _run_window(ray, window: list, kwargs: dict, n_actors: int, resources: dict, outputs, progress) -> None:

@@ -109,13 +109,8 @@ class GameSearcher:
 
                 mate = mate_score(child.m, wl)
         else:
-            after = chess.Board(task.start_fen) if task.start_fen else chess.Board()
-            after.chess960 = task.chess960
-            for u in task.moves[:ply]:
-                after.push(chess.Move.from_uci(u))
-            outcome = after.outcome(claim_draw=False)
-            if outcome is not None:
-                score = 0.5 if outcome.winner is None else 1.0
+            if ply == len(task.moves) and task.final_score is not None:  # the move ended the game (`work.prepare`)
+                score = task.final_score
                 return score, ((0.0, [0.0, 1.0, 0.0], None) if score == 0.5 else None)
             e = self.api.evaluate((task.start_fen, task.moves[:ply]))
             wl = -e.q
@@ -130,13 +125,19 @@ class GameSearcher:
 def run_search_mode(evaluator, cfg: RunConfig, nodes: int, sink, minibatch: int = 0) -> None:
     """Analyse the inputs with a search of `nodes` visits per position; games to `sink` in order."""
     searcher = GameSearcher(evaluator, nodes, minibatch)
+    try:
+        search_units(searcher, cfg, sink)
+    finally:
+        searcher.close()
+
+
+def search_units(searcher: GameSearcher, cfg: RunConfig, sink) -> None:
+    """The reader and writer stages around `searcher` (the local run's and a Ray actor's loop)."""
     stages = Stages(cfg, sink)
     ok = False
     try:
         for unit, tasks in stages.units():
-            outs = [searcher.records(t) if t.error is None else None for t in tasks]
-            stages.finish(unit, tasks, outs)
+            stages.finish(unit, tasks, [searcher.records(t) if t.error is None else None for t in tasks])
         ok = True
     finally:
-        searcher.close()
         stages.close(interrupted=not ok)

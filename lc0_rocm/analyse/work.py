@@ -101,6 +101,8 @@ def parse_game(raw: RawGame):
     headers = list(game.headers.items())
     if game.errors:
         return None, [], headers, _describe_error(game.errors[0], raw)
+    if game.variations == [] and not raw.text.lstrip().startswith("["):  # python-chess skips what it cannot read
+        return None, [], headers, "no PGN tags or moves found"
     board = game.board()
     if type(board) is not chess.Board:
         return None, [], headers, f"variant {game.headers.get('Variant', '?')!r} is not supported"

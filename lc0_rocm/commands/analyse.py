@@ -68,6 +68,8 @@ def _check(args):
         raise InputError(f"--nodes {args.nodes}: expected a positive number")
     if args.batch_size < 0 or args.top < 0 or (args.max_games is not None and args.max_games < 1):
         raise InputError("--batch-size, --top and --max-games cannot be negative (or 0 games)")
+    if args.ray_actors < 0 or args.workers < -1:
+        raise InputError("--ray-actors and --workers cannot be negative")
     if not 0 < args.inaccuracy <= args.mistake <= args.blunder <= 1:
         raise InputError("expected 0 < --inaccuracy <= --mistake <= --blunder <= 1")
     if args.resume and "-" in args.inputs:
