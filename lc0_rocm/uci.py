@@ -30,7 +30,7 @@ from typing import Callable, Optional, TextIO
 
 from . import __version__
 from . import engine_options as eo
-from .errors import BackendError, Lc0RocmError, PositionError
+from .errors import BackendError, Lc0RocmError, PositionError, is_out_of_memory
 from .search.timemgr import GoParams
 
 NET_KEYS = ("WeightsFile", "Backend", "BackendOptions")
@@ -496,8 +496,6 @@ class UciEngine:
         """open_backend with the engine's GPU fault policy: after running out of GPU memory, halve the
         device batch (`max_batch`) down to MIN_GPU_BATCH; when the GPU still fails and Backend is
         `auto`, use the CPU and say so in an `info string`."""
-        from .errors import BackendError, is_out_of_memory
-
         if self._on_cpu_fallback and name == "auto":
             return open_backend(path, backend="cpu", options=options)
         while True:
@@ -506,55 +504,52 @@ class UciEngine:
             except BackendError as e:
                 if name == "cpu":
                     raise
-                reason = _one_line(e)
-                cap = self._max_batch_cap or _max_batch_option(options)
-                if is_out_of_memory(e) and cap > MIN_GPU_BATCH:
-                    self._max_batch_cap = max(MIN_GPU_BATCH, cap // 2)
-                    self.info_string(f"GPU out of memory with max_batch {cap}; trying max_batch "
-                                     f"{self._max_batch_cap}")
+                if is_out_of_memory(e) and self._shrink_device_batch():
                     continue
                 if name != "auto":
                     self._max_batch_cap = None  # not the batch's fault: the next attempt starts afresh
                     raise
-                self.info_string(f"the GPU backend failed ({reason}); using the cpu backend")
-                self._on_cpu_fallback = True
+                self._fall_back_to_cpu(e)
                 return open_backend(path, backend="cpu", options=options)
 
     def _gpu_failed_at_start(self, error: BaseException, backend: str, requested: str) -> bool:
         """The GPU failed while preparing its batch sizes at `isready`: True (try again) when a smaller
         device batch is left to try after out-of-memory, or when `auto` may fall back to the cpu."""
-        from .errors import is_out_of_memory
-
         if not backend.startswith("rocm"):
             return False
-        cap = self._max_batch_cap or _max_batch_option(self.opt("BackendOptions"))
-        if is_out_of_memory(error) and cap > MIN_GPU_BATCH:
-            self._max_batch_cap = max(MIN_GPU_BATCH, cap // 2)
-            self.info_string(f"GPU out of memory with max_batch {cap}; trying max_batch {self._max_batch_cap}")
-            self._fault_state_key = tuple(self.opt(k) for k in NET_KEYS)  # keep the cap for the retry
+        if is_out_of_memory(error) and self._shrink_device_batch():
             return True
         if requested == "auto" and not self._on_cpu_fallback:
-            self.info_string(f"the GPU backend failed ({_one_line(error)}); using the cpu backend")
-            self._on_cpu_fallback = True
+            self._fall_back_to_cpu(error)
             return True
         return False
 
     def _recover_from_fault(self) -> None:
         """After a search ended in a GPU fault: reopen the backend for this `go` (with half the device
         batch after running out of memory). Should the GPU fail again, `_open_backend` decides."""
-        from .errors import is_out_of_memory
-
         fault, self._backend_fault = self._backend_fault, None
         if fault is None or self.backend is None or not self.backend.name.startswith("rocm"):
             return
-        note = ""
-        if is_out_of_memory(fault):
-            cap = self._max_batch_cap or _max_batch_option(self.opt("BackendOptions"))  # per device
-            if cap > MIN_GPU_BATCH:
-                self._max_batch_cap = max(MIN_GPU_BATCH, cap // 2)
-                note = f" with max_batch {self._max_batch_cap}"
+        shrunk = is_out_of_memory(fault) and self._shrink_device_batch(quiet=True)
+        note = f" with max_batch {self._max_batch_cap}" if shrunk else ""
         self.info_string(f"retrying on the GPU{note} after the last search's fault")
         self._unload()
+
+    def _shrink_device_batch(self, quiet: bool = False) -> bool:
+        """After the GPU ran out of memory: halve the device batch (max_batch, per device) down to
+        MIN_GPU_BATCH. False when it is already there."""
+        cap = self._max_batch_cap or _max_batch_option(self.opt("BackendOptions"))
+        if cap <= MIN_GPU_BATCH:
+            return False
+        self._max_batch_cap = max(MIN_GPU_BATCH, cap // 2)
+        if not quiet:
+            self.info_string(f"GPU out of memory with max_batch {cap}; trying max_batch {self._max_batch_cap}")
+        return True
+
+    def _fall_back_to_cpu(self, error: BaseException) -> None:
+        """Backend `auto` after the GPU failed: the cpu from now on (until the net settings change)."""
+        self.info_string(f"the GPU backend failed ({_one_line(error)}); using the cpu backend")
+        self._on_cpu_fallback = True
 
     def _sync_evaluator(self) -> None:
         ev = self.evaluator
@@ -769,14 +764,13 @@ def _with_max_batch(options: str, cap: Optional[int]) -> str:
 
 def _max_batch_option(options: str) -> int:
     """The max_batch a GPU backend opens with under these options (its default when absent or bad)."""
+    from .backends.options import int_option, parse_backend_options
     from .backends.rocm import DEFAULT_MAX_BATCH
 
-    value = DEFAULT_MAX_BATCH
-    for item in (options or "").split(","):
-        key, sep, val = item.partition("=")
-        if sep and key.strip() == "max_batch" and val.strip().isdigit() and int(val) >= 1:
-            value = int(val)
-    return value
+    try:
+        return int_option(parse_backend_options(options), "max_batch", DEFAULT_MAX_BATCH)
+    except BackendError:
+        return DEFAULT_MAX_BATCH
 
 
 def _one_line(error: BaseException) -> str:

@@ -236,14 +236,6 @@ class Display:
 PLAIN = Display()
 
 
-def wdl_rescale_display(wl: float, d: float, max_s: float = WDL_MAX_S) -> tuple[np.float32, np.float32, float]:
-    """lc0's WDLRescale with invert=true and no contempt, as applied before printing: (wl', d', mu).
-    With ratio 1 and diff 0 the model is the identity, but the round trip through FastLog and
-    FastLogistic shifts wl and d slightly; mu is 0 when W, D or L is within 1e-4 of 0 or 1."""
-    v2, d2, mu = wdl_rescale(F32(wl), F32(d), 1.0, 0.0, 1.0, True, max_s)
-    return F32(v2), F32(d2), float(mu)
-
-
 def _trunc(x: float) -> int:
     """C++ float/double -> int conversion (toward zero); huge values saturate to int32."""
     if math.isnan(x):

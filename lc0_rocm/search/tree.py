@@ -55,6 +55,8 @@ _NODE_FIELDS = {
     "key": np.uint64,
 }
 _EDGE_FIELDS = {"e_code": np.int16, "e_p": np.float32, "e_child": np.int32}
+_ROW_BYTES = sum(np.dtype(d).itemsize for d in _NODE_FIELDS.values()) + 12 * 8  # the fields and `bbs`
+_EDGE_BYTES = sum(np.dtype(d).itemsize for d in _EDGE_FIELDS.values())
 
 
 def new_arrays(nodes: int, edges: int) -> TreeArrays:
@@ -237,9 +239,7 @@ class NodeTree:
     def bytes_in_use(self) -> int:
         """Memory the rows and edges in use take (what RamLimitMb counts for the tree)."""
         t = self.arrays
-        per_row = sum(np.dtype(d).itemsize for d in _NODE_FIELDS.values()) + 12 * 8
-        per_edge = sum(np.dtype(d).itemsize for d in _EDGE_FIELDS.values())
-        return int(t.meta[M_TOP]) * per_row + int(t.meta[M_ETOP]) * per_edge
+        return int(t.meta[M_TOP]) * _ROW_BYTES + int(t.meta[M_ETOP]) * _EDGE_BYTES
 
     def reserve(self, nodes: int, edges: int) -> None:
         """Room for `nodes` more rows and `edges` more edges."""
