@@ -38,7 +38,7 @@ DOC = ROOT / "docs" / "amd-resources.md"
 # kernels/*.hip without options (each module holds both dtypes, _f16 and _f32, and every activation: they
 # are separate extern "C" kernels or run-time arguments, not defines), except attention.hip, compiled
 # once per head depth with -DMHA_DEPTH=<d_model / heads> for 1 <= depth <= MAX_MHA_DEPTH
-# (lc0_rocm/gpu/nn_kernels.py: NnKernels.mha). tests/test_compile_gate.py checks these two tables
+# (lc0_rocm/gpu/nn/kernels.py: NnKernels.mha). tests/test_compile_gate.py checks these two tables
 # against the runtime (MAX_MHA_DEPTH and every "-D..." string in lc0_rocm's Python).
 MAX_MHA_DEPTH = 64
 DEFINE_VARIANTS: dict[str, tuple[str, range]] = {"attention.hip": ("MHA_DEPTH", range(1, MAX_MHA_DEPTH + 1))}
@@ -107,6 +107,11 @@ def sgpr_waves(sgprs: int) -> int:
     return 10 if sgprs <= 80 else 9 if sgprs <= 88 else 8 if sgprs <= 100 else 7
 
 
+def _field(key: str) -> property:
+    """A KernelInfo property: the metadata field `key` as an int (KernelInfo.i)."""
+    return property(lambda self: self.i(key))
+
+
 @dataclass
 class KernelInfo:
     file: str
@@ -120,25 +125,11 @@ class KernelInfo:
         v = self.meta.get(key, "0")
         return 1 if v == "true" else 0 if v == "false" else int(v)
 
-    @property
-    def vgprs(self) -> int:  # gfx942: arch VGPRs (rounded to 4) + AGPRs, as .vgpr_count reports it
-        return self.i("vgpr_count")
-
-    @property
-    def agprs(self) -> int:
-        return self.i("agpr_count")
-
-    @property
-    def sgprs(self) -> int:
-        return self.i("sgpr_count")
-
-    @property
-    def lds(self) -> int:
-        return self.i("group_segment_fixed_size")
-
-    @property
-    def scratch(self) -> int:
-        return self.i("private_segment_fixed_size")
+    vgprs = _field("vgpr_count")  # gfx942: arch VGPRs (rounded to 4) + AGPRs, as .vgpr_count reports it
+    agprs = _field("agpr_count")
+    sgprs = _field("sgpr_count")
+    lds = _field("group_segment_fixed_size")
+    scratch = _field("private_segment_fixed_size")
 
     @property
     def workgroup(self) -> int:

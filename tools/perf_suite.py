@@ -429,14 +429,12 @@ def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
 
     dev = get_device(0)
     planes = replicate(startpos(net), n)
-    from lc0_rocm.backends.factory import parse_backend_options
+    from lc0_rocm.backends.options import bool_option, choice_option, parse_backend_options
+    from lc0_rocm.gpu.nn.kernels import MHA_VARIANTS
 
     o = parse_backend_options(base_opts)
-    kw_new = {}
-    if "attention" in o:
-        kw_new["mha_variant"] = o["attention"]
-    if o.get("vector_ln") == "false":
-        kw_new["vector_ln"] = False
+    kw_new = dict(mha_variant=choice_option(o, "attention", MHA_VARIANTS, "auto"),
+                  vector_ln=bool_option(o, "vector_ln", True))
     configs = [("new", kw_new)]
     if baseline:
         configs.append(("old kernels", dict(mha_variant="simple", vector_ln=False, side_stream=False)))

@@ -13,11 +13,9 @@ import time
 
 import numpy as np
 
-from ..encoding.outputs import NetOutputs
+from ..encoding.outputs import FIELDS, NetOutputs
 from ..encoding.packed import PackedPlanes
 from .base import Backend
-
-_FIELDS = ("policy", "wdl", "q", "d", "mlh")
 
 
 def digest(planes: PackedPlanes) -> bytes:
@@ -84,7 +82,7 @@ def save_recording(path: str, batches: dict[bytes, NetOutputs]) -> None:
     arrays = {}
     for i, (key, out) in enumerate(batches.items()):
         arrays[f"k{i}"] = np.frombuffer(key, dtype=np.uint8)
-        for field in _FIELDS:
+        for field in FIELDS:
             v = getattr(out, field)
             if v is not None:
                 arrays[f"{field}{i}"] = v
@@ -96,5 +94,5 @@ def load_recording(path: str) -> dict[bytes, NetOutputs]:
     out = {}
     for i in range(int(z["count"])):
         get = lambda f: z[f"{f}{i}"] if f"{f}{i}" in z.files else None  # noqa: E731
-        out[z[f"k{i}"].tobytes()] = NetOutputs(**{f: get(f) for f in _FIELDS})
+        out[z[f"k{i}"].tobytes()] = NetOutputs(**{f: get(f) for f in FIELDS})
     return out

@@ -168,6 +168,7 @@ def run(args) -> int:
     from .. import validation_positions
     from ..api import open_backend
     from ..backends.cpu import CpuBackend
+    from ..backends.options import bool_option
     from ..default_net import default_net_path
     from ..encoding.planes import encode_positions
     from ..encoding.policy_map import legal_move_indices
@@ -192,7 +193,7 @@ def run(args) -> int:
     weights = args.weights or default_net_path()
     evaluator = open_backend(weights, args.backend, args.backend_opts)
     net, backend = evaluator.net, evaluator.backend
-    mlh = evaluator.options.get("mlh", "true").lower() not in ("false", "0", "no", "off")
+    mlh = bool_option(evaluator.options, "mlh", True)
     ref_backend = CpuBackend(net, dtype=np.float32, mlh=mlh, threads=os.cpu_count())
     try:
         planes = encode_positions(boards, net.input_format)

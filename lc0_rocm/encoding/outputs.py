@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 POLICY_SIZE = 1858
-_FIELDS = ("policy", "wdl", "q", "d", "mlh")
+FIELDS = ("policy", "wdl", "q", "d", "mlh")  # NetOutputs' arrays, in order
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class NetOutputs:
             return parts[0]
         first = parts[0]
         cat = lambda f: None if getattr(first, f) is None else np.concatenate([getattr(p, f) for p in parts])  # noqa: E731
-        return NetOutputs(**{f: cat(f) for f in _FIELDS})
+        return NetOutputs(**{f: cat(f) for f in FIELDS})
 
     @staticmethod
     def empty(has_wdl: bool, has_mlh: bool) -> "NetOutputs":
@@ -61,4 +61,4 @@ class NetOutputs:
     def take(self, rows: np.ndarray) -> "NetOutputs":
         """The outputs of the given rows (an index array; rows may repeat)."""
         pick = lambda a: None if a is None else a[rows]  # noqa: E731
-        return NetOutputs(**{f: pick(getattr(self, f)) for f in _FIELDS})
+        return NetOutputs(**{f: pick(getattr(self, f)) for f in FIELDS})

@@ -64,14 +64,17 @@ def layer_encoding(layer, name: str = "layer") -> int:
     return enc
 
 
-def layer_size(layer, name: str = "layer") -> int:
-    """How many values the layer holds, from its byte length alone (nothing is decoded)."""
-    enc = layer_encoding(layer, name)
+def _count(layer, enc: int, name: str) -> int:
     width = _BYTES[enc]
     n = len(layer.params)
     if n % width:
         raise NetFormatError(f"{name}: {n} bytes is not a whole number of {width}-byte values")
     return n // width
+
+
+def layer_size(layer, name: str = "layer") -> int:
+    """How many values the layer holds, from its byte length alone (nothing is decoded)."""
+    return _count(layer, layer_encoding(layer, name), name)
 
 
 def decode_layer(layer, name: str = "layer") -> np.ndarray:
@@ -81,10 +84,8 @@ def decode_layer(layer, name: str = "layer") -> np.ndarray:
     decoded value finite; anything else is one `NetFormatError` naming the layer (no numpy warning).
     """
     enc = layer_encoding(layer, name)
+    _count(layer, enc, name)
     raw = layer.params
-    width = _BYTES[enc]
-    if len(raw) % width:
-        raise NetFormatError(f"{name}: {len(raw)} bytes is not a whole number of {width}-byte values")
     with np.errstate(all="ignore"):
         if enc == LINEAR16:
             lo_f, hi_f = layer.min_val, layer.max_val

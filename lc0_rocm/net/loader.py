@@ -310,8 +310,6 @@ class _Reader:
             if required:
                 raise NetFormatError(f"missing layer {name}")
             return None
-        if size is not None and v.size != size:
-            raise NetFormatError(f"{name}: expected {size} values, found {v.size}")
         return v
 
     def dense(self, msg, wname: str, bname: Optional[str], path: str, n_in: Optional[int] = None,
@@ -341,10 +339,7 @@ class _Reader:
             n_out = nw // (n_in * k * k)
         if nw and nw != n_out * n_in * k * k:
             raise NetFormatError(f"{path}.weights: {nw} values do not make a [{n_out}, {n_in}, {k}, {k}] kernel")
-        w = self.vec(block, "weights", path)
-        if w.size != n_out * n_in * k * k:
-            raise NetFormatError(f"{path}.weights: {w.size} values do not make a [{n_out}, {n_in}, {k}, {k}] kernel")
-        w = w.reshape(n_out, n_in, k, k)
+        w = self.vec(block, "weights", path).reshape(n_out, n_in, k, k)
         b = biases if biases is not None else np.zeros(n_out, np.float32)
         if means is not None:
             if means.size != n_out:
