@@ -11,8 +11,8 @@ from nnkit import BATCHES, TOL, Dev
 
 pytestmark = pytest.mark.gpu
 
-# (d_model, heads): head depths 16 (small nets), 32 (T82/BT4), 64 (the kernel's maximum), 8
-SHAPES = [(128, 8), (256, 8), (128, 2), (64, 8)]
+# (d_model, heads): head depths 16 (small nets), 32 (T82/BT4), 64 (the kernel's maximum), 8, 24
+SHAPES = [(128, 8), (256, 8), (128, 2), (64, 8), (192, 8)]
 
 
 @pytest.mark.parametrize("variant", ["simple", "t128", "auto"])
@@ -21,7 +21,7 @@ SHAPES = [(128, 8), (256, 8), (128, 2), (64, 8)]
 @pytest.mark.parametrize("dm,heads", SHAPES)
 @pytest.mark.parametrize("smolgen", [True, False])
 def test_mha(gpu, dtype, n, dm, heads, smolgen, variant):
-    """'auto' is mha_t128 for head depths 8, 16 and 32 and the simple kernel for 64."""
+    """'auto' is mha_t128 for head depths 8, 16, 24 and 32 and the simple kernel for 64."""
     d = Dev(gpu, dtype)
     if variant == "t128" and dm // heads > 32:
         pytest.skip("mha_t128 serves head depths <= 32 (auto covers 64 with the simple kernel)")
