@@ -36,6 +36,15 @@ class TablebaseError(Lc0RocmError):
     """A SyzygyPath entry is not a directory, holds no Syzygy tables, or holds a damaged table file."""
 
 
+def one_line(what: object) -> str:
+    """An error (or any text) as one line for a message: its words, whitespace and newlines collapsed;
+    an exception with no text gives its type's name."""
+    text = " ".join(str(what).split())
+    if not text and isinstance(what, BaseException):
+        return type(what).__name__
+    return text
+
+
 def is_out_of_memory(error: BaseException) -> bool:
     """Whether a failure is memory running out: Python's MemoryError, or a GPU call's out-of-memory
     status (hipErrorOutOfMemory, hipBLASLt's alloc failure) carried in a BackendError's message."""

@@ -30,7 +30,7 @@ from typing import Callable, Optional, TextIO
 
 from . import __version__
 from . import engine_options as eo
-from .errors import BackendError, Lc0RocmError, PositionError, is_out_of_memory
+from .errors import BackendError, Lc0RocmError, PositionError, is_out_of_memory, one_line
 from .search.timemgr import GoParams
 
 NET_KEYS = ("WeightsFile", "Backend", "BackendOptions")
@@ -548,7 +548,7 @@ class UciEngine:
 
     def _fall_back_to_cpu(self, error: BaseException) -> None:
         """Backend `auto` after the GPU failed: the cpu from now on (until the net settings change)."""
-        self.info_string(f"the GPU backend failed ({_one_line(error)}); using the cpu backend")
+        self.info_string(f"the GPU backend failed ({one_line(error)}); using the cpu backend")
         self._on_cpu_fallback = True
 
     def _sync_evaluator(self) -> None:
@@ -771,11 +771,6 @@ def _max_batch_option(options: str) -> int:
         return int_option(parse_backend_options(options), "max_batch", DEFAULT_MAX_BATCH)
     except BackendError:
         return DEFAULT_MAX_BATCH
-
-
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return text or type(error).__name__
 
 
 def _contempt_mode(mode: str, go: GoParams, black_to_move: bool) -> str:

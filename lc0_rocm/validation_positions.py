@@ -22,7 +22,7 @@ from typing import Optional
 import chess
 import chess.pgn
 
-from .errors import PositionError
+from .errors import PositionError, one_line
 
 START = chess.STARTING_FEN
 
@@ -114,10 +114,6 @@ class _QuietGameBuilder(chess.pgn.GameBuilder):
         self.game.errors.append(error)
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 def pgn_boards(path, max_positions: Optional[int] = None) -> list[chess.Board]:
     """Every position along every game of the PGN file at `path` (at most `max_positions`), in game
     order; each board's move stack is its game up to that position."""
@@ -141,7 +137,7 @@ def pgn_boards(path, max_positions: Optional[int] = None) -> list[chess.Board]:
             break
         games += 1
         if game.errors:
-            raise PositionError(f"bad PGN {path}: game {games}: {_one_line(game.errors[0])}")
+            raise PositionError(f"bad PGN {path}: game {games}: {one_line(game.errors[0])}")
         board = game.board()
         if board.uci_variant not in ("chess",):
             raise PositionError(f"bad PGN {path}: game {games}: variant {board.uci_variant!r} is not supported")

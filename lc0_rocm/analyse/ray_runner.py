@@ -83,9 +83,9 @@ def connect(address: str, num_cpus: Optional[int] = None):
         else:
             ray.init(address=address, **kw)
     except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:  # no cluster there, no ray[client]
-        from ..errors import Lc0RocmError
+        from ..errors import Lc0RocmError, one_line
 
-        raise Lc0RocmError(f"--ray {address}: {' '.join(str(e).split())}") from None
+        raise Lc0RocmError(f"--ray {address}: {one_line(e)}") from None
     return ray
 
 

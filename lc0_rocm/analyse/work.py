@@ -19,6 +19,7 @@ import chess
 import chess.pgn
 import numpy as np
 
+from ..errors import one_line
 from .reader import RawGame
 from .records import Thresholds, expected_score, judge
 
@@ -126,7 +127,7 @@ def _parse_fen_line(text: str):
         try:
             board, _ = chess.Board.from_epd(text)
         except ValueError as e:
-            return None, [], [], f"not a FEN or EPD position: {' '.join(str(e).split())}"
+            return None, [], [], f"not a FEN or EPD position: {one_line(e)}"
     if board.status() != chess.STATUS_VALID:
         return None, [], [], f"illegal position {board.fen()!r}"
     return board, [], [], None
@@ -134,7 +135,7 @@ def _parse_fen_line(text: str):
 
 def _describe_error(err: Exception, raw: RawGame):
     """(input line, message) of a game's first error: the line of the token it names when found."""
-    msg = " ".join(str(err).split())
+    msg = one_line(err)
     line = raw.line
     m = re.search(r"san: '([^']+)'", msg) or re.search(r"'([^' ]+)'", msg)
     if m:

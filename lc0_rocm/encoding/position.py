@@ -11,7 +11,7 @@ from typing import Iterable, Optional
 
 import chess
 
-from ..errors import PositionError
+from ..errors import PositionError, one_line
 from .history import History, PositionState
 
 _STATUS_TEXT = (
@@ -31,19 +31,15 @@ _STATUS_TEXT = (
 )
 
 
-def _one_line(s: str) -> str:
-    return " ".join(str(s).split())
-
-
 def parse_board(fen: Optional[str]) -> chess.Board:
     """A validated python-chess board from a FEN (None or "startpos" = the start position)."""
     if fen is None or fen.strip() in ("", "startpos"):
         return chess.Board()
-    fen = _one_line(fen)
+    fen = one_line(fen)
     try:
         board = chess.Board(fen)
     except ValueError as e:
-        raise PositionError(f"invalid FEN '{fen}': {_one_line(e)}") from None
+        raise PositionError(f"invalid FEN '{fen}': {one_line(e)}") from None
     status = board.status()
     if status != chess.STATUS_VALID:
         problems = [text for flag, text in _STATUS_TEXT if status & flag] or ["invalid position"]
