@@ -189,6 +189,12 @@ def test_summary_values_and_missing_keys(run, tmp_path):
     page = Page((tmp_path / "b.html").read_text(encoding="utf-8"))
     assert {page.cells[(2, k)] for k in ("white", "black", "result", "white_accuracy", "black_blunders")} == {DASH}
     assert [page.moves[2][r["ply"]][0] for r in bare] == [r["played_san"] for r in bare]
+    # a FEN/EPD line: one record without a played move; its board and value, no moves
+    pos = {"game": 9, "ply": 1, "fen": "8/8/8/8/8/8/8/K1k5 w - - 0 1", "turn": "w", "played": None,
+           "best": "a1a2", "white_score": 0.5}
+    text = html_report.page(html_report.games_from_records([pos], {}, None))
+    page = Page(text)
+    assert page.moves[9] == {} and "White's expected score 0.50, best Ka2" in text
 
 
 def test_resume_keeps_the_earlier_games(run, tmp_path):

@@ -249,11 +249,24 @@ def games_table(games: list[dict]) -> str:
 
 
 def game_section(game: dict) -> str:
+    """A game's heading, graph, board and move list; a position without a played move (a FEN/EPD
+    line) gets its board and value only."""
     s, h = game["summary"], game.get("headers") or {}
     n = s.get("game")
     moves = game_moves(game["records"])
     first = min(game["records"], key=lambda r: r["ply"]) if game["records"] else None
     start_fen = first["fen"] if first else None
+    data = {"game": n, "start": start_fen, "moves": moves}
+    head = f"<section class=\"game\" id=\"game-{n}\" data-game=\"{n}\">\n"
+    tail = f"<script type=\"application/json\" class=\"data\">{_json(data)}</script>\n</section>\n"
+    board = f"<div class=\"board\" data-fen=\"{html.escape(start_fen or '')}\"></div>"
+    if not moves:
+        info = DASH
+        if first is not None:
+            best = _san(first["fen"], first.get("best"))
+            info = f"White's expected score {fmt(first.get('white_score'), 2)}, best {text(best)}"
+        return (f"{head}<h2>{n}. {text(start_fen)}</h2>\n<div class=\"play\">{board}<div class=\"side\">"
+                f"<div class=\"info\">{info}</div></div></div>\n{tail}")
     title = f"{text(s.get('white', h.get('White')))} – {text(s.get('black', h.get('Black')))}"
     result = s.get("result", h.get("Result"))
     if result and result != "*":
@@ -265,12 +278,9 @@ def game_section(game: dict) -> str:
         sides.append(f"{side.capitalize()}: accuracy {fmt(s.get(f'{side}_accuracy'))}, average loss "
                      f"{fmt(s.get(f'{side}_avg_loss'), 3)}, inaccuracies {fmt(s.get(f'{side}_inaccuracies'))}, "
                      f"mistakes {fmt(s.get(f'{side}_mistakes'))}, blunders {fmt(s.get(f'{side}_blunders'))}")
-    data = {"game": n, "start": start_fen, "moves": moves}
-    return (f"<section class=\"game\" id=\"game-{n}\" data-game=\"{n}\">\n<h2>{n}. {title}</h2>\n"
-            f"<p class=\"meta\">{' · '.join(meta)}</p>\n<p class=\"sides\">{'<br>'.join(sides)}</p>\n"
-            f"{graph_svg(moves)}\n<div class=\"play\"><div class=\"board\" data-fen=\"{html.escape(start_fen or '')}\">"
-            f"</div><div class=\"side\"><div class=\"info\">Click a move.</div>{move_list(moves)}</div></div>\n"
-            f"<script type=\"application/json\" class=\"data\">{_json(data)}</script>\n</section>\n")
+    return (f"{head}<h2>{n}. {title}</h2>\n<p class=\"meta\">{' · '.join(meta)}</p>\n"
+            f"<p class=\"sides\">{'<br>'.join(sides)}</p>\n{graph_svg(moves)}\n<div class=\"play\">{board}"
+            f"<div class=\"side\"><div class=\"info\">Click a move.</div>{move_list(moves)}</div></div>\n{tail}")
 
 
 def _json(value) -> str:
