@@ -377,12 +377,17 @@ def test_browser_click_on_a_move_shows_the_board_after_it(run, browser):
     assert "Blunder" in b.js("document.querySelector('#game-1 .info').textContent")
     assert b.js(f"document.querySelector('#game-1 .mv.sel').dataset.ply") == str(blunder["ply"])
     assert float(b.js("document.querySelector('#game-1 .cursor').getAttribute('x1')")) > 0
+    # the right arrow steps to the next move
+    for kind in ("keyDown", "keyUp"):
+        b.page("Input.dispatchKeyEvent", type=kind, key="ArrowRight", code="ArrowRight", windowsVirtualKeyCode=39)
+    after2 = next(r for r in recs if r["game"] == 1 and r["ply"] == blunder["ply"] + 2)
+    assert placement(b, 1) == chess.Board(after2["fen"]).board_fen()
     # a judgement marked on game 2's graph, clicked, shows its position there and leaves game 1 alone
     mark = next(r for r in recs if r["game"] == 2 and r["nag"])
     b.click(f'#game-2 .mark[data-ply="{mark["ply"]}"]')
     nxt = next(r for r in recs if r["game"] == 2 and r["ply"] == mark["ply"] + 1)
     assert placement(b, 2) == chess.Board(nxt["fen"]).board_fen()
-    assert placement(b, 1) == chess.Board(after["fen"]).board_fen()
+    assert placement(b, 1) == chess.Board(after2["fen"]).board_fen()
     assert b.errors == []
 
 
