@@ -12,6 +12,7 @@ import base64
 import io
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -128,7 +129,9 @@ def html_report_nag_codes() -> dict:
 
 def test_page_agrees_with_the_records_and_the_pgn(run):
     d, recs = run
-    page = Page((d / "o.html").read_text(encoding="utf-8"))
+    text = (d / "o.html").read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href|url)\s*[=(]\s*["']?[^#"'\s]""", text)  # self-contained: nothing to load
+    page = Page(text)
     nags, headers = pgn_nags(d / "o.pgn")
     assert sorted(page.moves) == [1, 2, 3] and len(headers) == 3
     judged = 0
