@@ -4,9 +4,9 @@ Raw mode (default) gives each position the network's policy top-k, WDL, Q, moves
 move's rank and probability; `--nodes N` searches each position instead (best move, PV, score). Both
 give the played move's loss in expected score and a judgement (NAG). Outputs: `--jsonl`, `--csv`,
 `--pgn-out` (annotated), `--plot DIR` (one PNG per game), `--html FILE` (one page to look at); JSONL
-on stdout without a file of records. `--resume`
-continues an interrupted run; `--ray ADDRESS` runs on a Ray cluster. The package
-`lc0_rocm.analyse` does the work; the record schema is `lc0_rocm.analyse.records`'s docstring.
+on stdout without a file of records. `--resume` continues an interrupted run; `--ray ADDRESS` runs on
+a Ray cluster. The package `lc0_rocm.analyse` does the work; the record schema is
+`lc0_rocm.analyse.records`'s docstring.
 """
 
 from __future__ import annotations
