@@ -26,6 +26,7 @@ import chess.pgn
 import pytest
 
 from lc0_rocm.analyse import html_report
+from lc0_rocm.analyse.records import NAG_CODES
 from netpaths import SHARED_WEIGHTS_DIR, require_shared
 
 GAMES_PGN = Path(__file__).parent / "data" / "games.pgn"
@@ -110,7 +111,7 @@ class Page(HTMLParser):
 
 def pgn_nags(path) -> dict:
     """{(game, ply): NAG text} of an annotated PGN, and its games' headers."""
-    glyph = {v: k for k, v in html_report_nag_codes().items()}
+    glyph = {v: k for k, v in NAG_CODES.items()}
     nags, headers = {}, []
     with open(path, encoding="utf-8") as f:
         while (game := chess.pgn.read_game(f)) is not None:
@@ -119,12 +120,6 @@ def pgn_nags(path) -> dict:
                 for code in node.nags:
                     nags[(len(headers), ply)] = glyph[code]
     return nags, headers
-
-
-def html_report_nag_codes() -> dict:
-    from lc0_rocm.analyse.records import NAG_CODES
-
-    return NAG_CODES
 
 
 def test_page_agrees_with_the_records_and_the_pgn(run):

@@ -78,7 +78,7 @@ def run(args, selection, thresholds, signature: dict) -> int:
 
         code = write_all(body, outputs, progress)
         if page is not None:
-            page.write(args.html)
+            page.write()
         if code == 130:
             return 130
     finally:
@@ -95,7 +95,7 @@ def html_collector(args, after_game: int):
         return None
     from .html_report import Collector
 
-    page = Collector(summarise=None)
+    page = Collector(args.html, summarise=None)
     if after_game:
         page.add_written(args.jsonl, list(args.inputs), args.format, after_game)
     return page

@@ -6,8 +6,9 @@ or with the arrow keys).
 
 A game is {"summary": dict, "headers": {tag: value}, "records": [record]} (records as
 `records.py` describes them); `games_from_records` groups a run's records into games, `write_html`
-writes the page, and `Collector` gathers the games of a run as they are written. Missing values show
-as "–". Positions after each move come from the next record's FEN, else from python-chess.
+writes the page, and `Collector` writes the page of a run from its games as they come (holding only
+their summaries). Missing values show as "–". Positions after each move come from the next record's
+FEN, else from python-chess.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import html
 import io
 import json
 import os
+import shutil
+import tempfile
 from typing import Callable, Iterable, Optional
 
 DASH = "–"
@@ -51,13 +54,16 @@ def pgn_headers(text: str) -> dict:
 
 
 class Collector:
-    """The games of a run for the page, in the order they are written: `add(unit, game_outputs)`
-    takes the sink's arguments (the outputs must keep their records: FinishConfig.keep_records);
-    only what the page shows is kept of each record."""
+    """The games of a run for the page at `path`, in the order they are written: `add(unit,
+    game_outputs)` takes the sink's arguments (the outputs must keep their records:
+    FinishConfig.keep_records); each game's section goes to a temporary file at once, so only the
+    summaries stay in memory; `write()` puts the page together."""
 
-    def __init__(self, summarise: Optional[Callable] = None):
+    def __init__(self, path: str, summarise: Optional[Callable] = None):
+        self.path = path
         self.summarise = summarise
-        self.games: list = []
+        self.summaries: list = []
+        self.sections = tempfile.TemporaryFile("w+", encoding="utf-8")
 
     def add(self, unit, outputs: list) -> None:
         texts = {g.number: g for g in unit.games}
@@ -84,21 +90,20 @@ class Collector:
         self._keep(games_from_records(records, headers, self.summarise))
 
     def _keep(self, games: list) -> None:
-        for game in games:  # summarised from the whole records; the page needs only these keys
-            game["records"] = [{k: r.get(k) for k in _KEPT} for r in game["records"]]
-            self.games.append(game)
+        for game in games:
+            self.summaries.append(game["summary"])
+            self.sections.write(game_section(game))
 
-    def write(self, path: str) -> None:
+    def write(self) -> None:
         try:
-            write_html(path, self.games)
+            self.sections.seek(0)
+            _write_page(self.path, self.summaries, self.sections)
         except OSError as e:
             from .writers import OutputError
 
-            raise OutputError(f"cannot write {path}: {e.strerror}") from None
-
-
-_KEPT = ("game", "ply", "fen", "turn", "played", "played_san", "best", "white_score", "played_score",
-         "loss", "nag", "blunder", "accuracy")
+            raise OutputError(f"cannot write {self.path}: {e.strerror}") from None
+        finally:
+            self.sections.close()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -201,40 +206,47 @@ def move_label(m: dict) -> str:
 
 def write_html(path: str, games: list[dict]) -> None:
     """Write the page for `games` to `path` (atomically: a finished page or none)."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(page(games))
-    os.replace(tmp, path)
+    _write_page(path, [g["summary"] for g in games], io.StringIO("".join(map(game_section, games))))
 
 
 def page(games: list[dict]) -> str:
+    """The page of `games` as text."""
+    return head([g["summary"] for g in games]) + "".join(map(game_section, games)) + FOOT
+
+
+def _write_page(path: str, summaries: list[dict], sections) -> None:
+    """The head and table of `summaries`, then the text of the file-like `sections`, then the script."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(head(summaries))
+        shutil.copyfileobj(sections, f)
+        f.write(FOOT)
+    os.replace(tmp, path)
+
+
+def head(summaries: list[dict]) -> str:
+    """The page up to the games' sections: styles, title and the table of the games."""
     title = "lc0-rocm analyse"
-    if len(games) == 1:
-        s = games[0]["summary"]
+    if len(summaries) == 1:
+        s = summaries[0]
         title += f": {_plain(s.get('white'))} – {_plain(s.get('black'))}"
-    parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-             f"<meta name=\"viewport\" content=\"width=device-width\"><title>{html.escape(title)}</title>"
-             f"<style>{_CSS}</style></head><body>\n<h1>{html.escape(title)}</h1>\n",
-             games_table(games)]
-    for game in games:
-        parts.append(game_section(game))
-    parts.append(f"<script>{_JS}</script>\n</body></html>\n")
-    return "".join(parts)
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width\"><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body>\n<h1>{html.escape(title)}</h1>\n{games_table(summaries)}")
 
 
 def _plain(value) -> str:
     return DASH if value is None or str(value).strip() in ("", "?") else str(value)
 
 
-def games_table(games: list[dict]) -> str:
-    head = ("<table id=\"games\"><thead><tr><th rowspan=\"2\">#</th><th rowspan=\"2\">White</th>"
+def games_table(summaries: list[dict]) -> str:
+    top = ("<table id=\"games\"><thead><tr><th rowspan=\"2\">#</th><th rowspan=\"2\">White</th>"
             "<th rowspan=\"2\">Black</th><th rowspan=\"2\">Result</th><th colspan=\"2\">Accuracy</th>"
             "<th colspan=\"3\">White</th><th colspan=\"3\">Black</th></tr><tr><th>White</th><th>Black</th>"
             + "<th title=\"inaccuracies\">?!</th><th title=\"mistakes\">?</th><th title=\"blunders\">??</th>" * 2
             + "</tr></thead><tbody>\n")
     rows = []
-    for game in games:
-        s = game["summary"]
+    for s in summaries:
         n = s.get("game")
         cells = [f"<td data-key=\"game\"><a href=\"#game-{n}\">{fmt(n)}</a></td>"]
         cells += [f"<td data-key=\"{k}\">{text(s.get(k))}</td>" for k in ("white", "black", "result")]
@@ -245,7 +257,7 @@ def games_table(games: list[dict]) -> str:
                 k = f"{side}_{kind}"
                 cells.append(f"<td data-key=\"{k}\" class=\"num {kind}\">{fmt(s.get(k))}</td>")
         rows.append(f"<tr data-game=\"{n}\">{''.join(cells)}</tr>\n")
-    return head + "".join(rows) + "</tbody></table>\n"
+    return top + "".join(rows) + "</tbody></table>\n"
 
 
 def game_section(game: dict) -> str:
@@ -483,3 +495,5 @@ document.addEventListener("keydown",function(ev){
 });
 })();
 """
+
+FOOT = f"<script>{_JS}</script>\n</body></html>\n"
