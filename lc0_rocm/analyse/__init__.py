@@ -17,6 +17,7 @@ through the public API (`lc0_rocm.api.open_backend`) and, in search mode, runs t
 - `writers`: the output files, flushed per game, and `--resume` (a sidecar with the offsets of the
   last finished game).
 - `plot`: one PNG per game (White's expected score over the moves, mistakes marked).
+- `html_report`: `--html FILE`, one self-contained page (games table, graphs, move lists, a board).
 - `progress`: the progress bar on the terminal.
 - `ray_runner`: `--ray ADDRESS`: the same work on a Ray cluster, merged in game order.
 """

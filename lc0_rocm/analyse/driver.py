@@ -54,14 +54,18 @@ def run(args, selection, thresholds, signature: dict) -> int:
     evaluator = open_backend(args.weights, args.backend, args.backend_opts)
     try:
         outputs = open_outputs(paths, mode, signature, args.resume, progress)
+        page = html_collector(args, outputs.after_game)
         work = WorkConfig(mode, selection, evaluator.net.input_format, args.top)
-        fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot)
+        fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot,
+                           keep_records=page is not None)
         workers = args.workers if args.workers >= 0 else default_workers(evaluator.backend_name)
         cfg = RunConfig(list(args.inputs), args.format, work, fin, args.batch_size, workers,
                         outputs.after_game, args.max_games)
 
         def sink(unit, outs):
             outputs.write(unit, outs)
+            if page is not None:
+                page.add(unit, outs)
             progress.update(done_bytes=unit.done_bytes)
 
         def body():
@@ -72,13 +76,29 @@ def run(args, selection, thresholds, signature: dict) -> int:
 
                 run_search_mode(evaluator, cfg, args.nodes, sink)
 
-        if write_all(body, outputs, progress) == 130:
+        code = write_all(body, outputs, progress)
+        if page is not None:
+            page.write()
+        if code == 130:
             return 130
     finally:
         evaluator.close()
     dt = time.monotonic() - t0
     summary(progress, dt, f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}")
     return 0
+
+
+def html_collector(args, after_game: int):
+    """`--html FILE`: the collector of the page's games (with those an interrupted run wrote when it
+    resumes), or None."""
+    if not args.html:
+        return None
+    from .html_report import Collector
+
+    page = Collector(args.html, summarise=None)
+    if after_game:
+        page.add_written(args.jsonl, list(args.inputs), args.format, after_game)
+    return page
 
 
 def open_outputs(paths: dict, mode: str, signature: dict, resume: bool, progress) -> Outputs:

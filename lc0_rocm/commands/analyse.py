@@ -3,9 +3,10 @@
 Raw mode (default) gives each position the network's policy top-k, WDL, Q, moves-left and the played
 move's rank and probability; `--nodes N` searches each position instead (best move, PV, score). Both
 give the played move's loss in expected score and a judgement (NAG). Outputs: `--jsonl`, `--csv`,
-`--pgn-out` (annotated), `--plot DIR` (one PNG per game); JSONL on stdout without any. `--resume`
-continues an interrupted run; `--ray ADDRESS` runs on a Ray cluster. The package
-`lc0_rocm.analyse` does the work; the record schema is `lc0_rocm.analyse.records`'s docstring.
+`--pgn-out` (annotated), `--plot DIR` (one PNG per game), `--html FILE` (one page to look at); JSONL
+on stdout without a file of records. `--resume` continues an interrupted run; `--ray ADDRESS` runs on
+a Ray cluster. The package `lc0_rocm.analyse` does the work; the record schema is
+`lc0_rocm.analyse.records`'s docstring.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--csv", metavar="FILE", help="the records as CSV")
     out.add_argument("--pgn-out", metavar="FILE", help="the games annotated ([%%eval], [%%wdl], NAGs)")
     out.add_argument("--plot", metavar="DIR", help="one PNG per game: White's expected score over the moves")
+    out.add_argument("--html", metavar="FILE", help="one self-contained page: the games' table, graphs, "
+                     "move lists with NAGs and a board")
     out.add_argument("--resume", action="store_true", help="continue an interrupted run with the same outputs")
     out.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress line on stderr (default: when stderr is a terminal)")
@@ -74,6 +77,12 @@ def _check(args):
         raise InputError("expected 0 < --inaccuracy <= --mistake <= --blunder <= 1")
     if args.resume and "-" in args.inputs:
         raise InputError("--resume needs input files (stdin cannot be read again)")
+    if args.html and args.ray:
+        raise InputError("--html is not available with --ray")
+    if args.html and not os.path.isdir(os.path.dirname(os.path.abspath(args.html))):
+        raise InputError(f"--html {args.html}: no such folder")
+    if args.html and args.resume and args.jsonl in (None, "-"):
+        raise InputError("--html with --resume needs --jsonl FILE (the earlier games' records come from it)")
     if args.plot:
         from ..analyse.plot import require_matplotlib
 
