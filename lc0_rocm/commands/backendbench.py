@@ -204,7 +204,8 @@ def _fit_to_cpu(backend, encoder, start: int):
     per_position = timed(16).wall / 16
     config = fit_config(per_position)
     if start != 1:
-        config = BenchConfig(config.batches, min(start, config.max_batch_size), config.max_batch_size, config.batch_step)
+        config = BenchConfig(config.batches, min(start, config.max_batch_size), config.max_batch_size,
+                             config.batch_step)
     lc0_default = estimate_seconds(BenchConfig(), per_position)
     print(f"backendbench: cpu backend without --batches/--max-batch-size/--batch-step: --batches {config.batches} "
           f"--start-batch-size {config.start_batch_size} --max-batch-size {config.max_batch_size} --batch-step "
