@@ -142,5 +142,8 @@ def test_engine_mode_dialogue():
     assert infos[2] == "info depth 1 seldepth 1 nodes 26 score mate 1"
     assert best[0] == best[1] and chess.Move.from_uci(best[0].split()[1]) in chess.Board(
         "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1").legal_moves
-    assert lines.index(best[1]) > lines.index("readyok", lines.index(infos[1]))  # held until stop
+    at_info = [k for k, ln in enumerate(lines) if ln.startswith("info depth")]
+    at_best = [k for k, ln in enumerate(lines) if ln.startswith("bestmove")]
+    assert at_best[0] < at_info[1]  # answered within its `go`
+    assert at_best[1] > lines.index("readyok", at_info[1])  # `go infinite`: held until stop
     assert best[2:] == ["bestmove a1a8", "bestmove (none)"]  # stalemated: no move, no info
