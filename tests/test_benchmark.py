@@ -91,3 +91,11 @@ def test_bad_flags_are_one_line(capsys, argv, message):
     assert main(["bench", "-w", str(SMALL), "-b", "cpu", *argv]) == 1
     cap = capsys.readouterr()
     assert cap.out == "" and message in cap.err and len(cap.err.strip().splitlines()) == 1, cap.err
+
+
+def test_missing_net_is_an_error_line(capsys):
+    assert main(["bench", "-b", "cpu", "-w", "/nonexistent/net.pb.gz"]) == 1
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert cap.err.strip().splitlines()[-1] == ("lc0-rocm: error: bench: cannot load network /nonexistent/net.pb.gz: "
+                                                "No such file or directory: /nonexistent/net.pb.gz")
