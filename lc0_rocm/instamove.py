@@ -12,7 +12,9 @@ As in lc0 (0.32.1 and master), the game's positions carry no repetition counts: 
 them from `GameState::GetPositions`, which builds each `Position` from the last without
 `PositionHistory::ComputeLastMoveRepetitions`. So the net sees no repetition planes for the game's
 positions, and only the position after a valuehead move has its count, 1 at most: a third repetition
-is never scored as a draw. `lc0_game` makes that history.
+is never scored as a draw. `lc0_game` makes that history. The NN cache is not used: lc0's keys a
+position by its board alone (CacheHistoryLength 0), so after a transposition lc0 may answer from an
+evaluation made with another history, where this evaluates afresh.
 
 It sits beside the UCI loop, not in `search/` (whose sources key the compiled search's disk cache).
 `InstamoveSearch` has the control surface of `search.Search` (start, stop, wait, running,
