@@ -22,7 +22,14 @@ COMMANDS = {
     "backendbench": ("backendbench", "nps of a backend against batch size, as lc0 prints it"),
     "analyse": ("analyse", "evaluate the positions of game collections (PGN/EPD/FEN) to JSONL, CSV, annotated PGN, plots"),
     "build-hip-on-cuda": ("build_hip_on_cuda", "build the HIP-on-CUDA test libraries (NVIDIA only)"),
+    "benchmark": ("benchmark", "search lc0's 34 benchmark positions for 10 s each and print nodes/second, as lc0"),
+    "bench": ("benchmark", "lc0's very quick benchmark: 10 positions, 0.5 s each"),
+    "policyhead": ("instamove", "UCI engine playing the policy head's best move (lc0's policyhead mode)"),
+    "valuehead": ("instamove", "UCI engine playing the value head's best move one ply deep (lc0's valuehead mode)"),
 }
+# lc0's modes that take the engine's flags (--threads=2, -w NET) rather than argparse's: their module's
+# main(command, argv) parses them
+LC0_MODES = ("benchmark", "bench", "policyhead", "valuehead")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,18 +73,25 @@ def main(argv: list[str] | None = None) -> int:
             return uci_main(rest)
         except KeyboardInterrupt:
             return 130
+    if argv[0] in LC0_MODES:
+        return _guarded(lambda: _load(COMMANDS[argv[0]][0]).main(argv[0], argv[1:]))
     return _run_command(argv)
 
 
 def _run_command(argv: list[str]) -> int:
-    from .errors import Lc0RocmError
-
     args = build_parser().parse_args(argv)
     if getattr(args, "_module", None) is None:
         build_parser().print_help()
         return 2
+    return _guarded(lambda: _load(args._module).run(args))
+
+
+def _guarded(command) -> int:
+    """Run a command; its errors become one line on stderr and exit code 1."""
+    from .errors import Lc0RocmError
+
     try:
-        return int(_load(args._module).run(args) or 0)
+        return int(command() or 0)
     except Lc0RocmError as e:
         print(f"lc0-rocm: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 1

@@ -469,13 +469,15 @@ class UciEngine:
             self.error(f"cannot load network {path}: {type(e).__name__}: {e}")
             return False
         net, backend = handle.net, handle.backend
+        t_net = time.monotonic() - t0  # the net and backend; the search's compile or load comes next
         self.net = net
         self.backend = backend
         self.evaluator = NNEvaluator(backend, net.input_format, self.opt("NNCacheSize"),
                                      self.opt("PolicyTemperature"))
         self._sync_evaluator()
         try:
-            if not is_compiled():
+            compiling = not is_compiled()
+            if compiling:
                 self.note("compiling the search for this machine (first start only, about a minute)")
             warm_up(self.evaluator, net.has_wdl, net.has_moves_left, int(self.opt("MinibatchSize")))
         except Exception as e:
@@ -487,9 +489,10 @@ class UciEngine:
         self._loaded_key = key
         self.tree = None
         body = "attention body" if net.is_attention_body else "residual tower"
-        self.note(f"Network loaded in {time.monotonic() - t0:.2f}s: {body}, input format "
+        self.note(f"Network loaded in {t_net:.2f}s: {body}, input format "
                   f"{net.input_format}, {'WDL' if net.has_wdl else 'value'}"
-                  f"{', moves-left' if net.has_moves_left else ''}; backend {backend.name}")
+                  f"{', moves-left' if net.has_moves_left else ''}; backend {backend.name}; search ready in "
+                  f"{time.monotonic() - t0 - t_net:.2f}s{' (compiled)' if compiling else ''}")
         return True
 
     def _open_backend(self, open_backend, path: str, name: str, options: str):

@@ -1,4 +1,5 @@
-"""backendbench: statistics against numpy, Clippy against lc0's formula by hand, lc0's table format,
+"""backendbench: statistics against numpy, Clippy against lc0's formula by hand, lc0 v0.32.1's line
+format (against the real lc0's output) and lc0 master's table format, the sizing for a CPU,
 the measuring loop (lc0's timing: encoding inside the wall clock; first-batch exclusion, device-timed
 backends as the extra column or with --device-time as the table's timing, split batches), the command
 line end to end on the default net, and one-line errors for bad arguments."""
@@ -6,6 +7,7 @@ line end to end on the default net, and one-line errors for bad arguments."""
 import csv
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +17,9 @@ import pytest
 
 from lc0_rocm.backends.cpu import CpuBackend
 from lc0_rocm.bench import report
-from lc0_rocm.bench.backendbench import (BatchEncoder, BenchConfig, encode_fen, has_device_timer, make_timer,
-                                         position_history, replicate, run_bench, timer_kind)
+from lc0_rocm.bench.backendbench import (BatchEncoder, BenchConfig, encode_fen, estimate_seconds, fit_config,
+                                         has_device_timer, make_timer, position_history, replicate, run_bench,
+                                         timer_kind)
 from lc0_rocm.bench.clippy import Clippy, threshold
 from lc0_rocm.bench.stats import size_stats, with_extra
 from lc0_rocm.default_net import default_net_path
@@ -249,6 +252,28 @@ def test_bench_config_ranges():
     assert list(BenchConfig(start_batch_size=1, max_batch_size=4, batch_step=2).sizes()) == [1, 3]
 
 
+def test_estimate_counts_every_position_of_the_run():
+    c = BenchConfig(batches=10, start_batch_size=1, max_batch_size=7, batch_step=3)  # sizes 1, 4, 7
+    assert estimate_seconds(c, 0.5) == pytest.approx((10 * 12 + 2 * 7) * 0.5)
+    assert estimate_seconds(c, 0.5, warm_up=False) == pytest.approx(10 * 12 * 0.5)
+
+
+@pytest.mark.parametrize("per_position", [1e-6, 2e-5, 3e-4, 5e-3, 0.1, 10.0])
+def test_fit_config_fits_the_budget_with_the_largest_sizes(per_position):
+    c = fit_config(per_position, budget_s=60.0, batches=10)
+    c.validate()
+    if c.max_batch_size > 1:
+        assert estimate_seconds(c, per_position) <= 60.0
+    if c.batch_step > 1:  # one step finer would not fit
+        finer = BenchConfig(10, 1, c.max_batch_size, c.batch_step // 2)
+        assert estimate_seconds(finer, per_position) > 60.0
+    if c.max_batch_size < 256:  # nothing with twice the largest size fits
+        bigger = BenchConfig(10, 1, 2 * c.max_batch_size, 2 * c.max_batch_size - 1)
+        assert estimate_seconds(bigger, per_position) > 60.0
+    assert (c.max_batch_size, c.batch_step) == {1e-6: (256, 1), 10.0: (1, 1)}.get(per_position, (c.max_batch_size,
+                                                                                                 c.batch_step))
+
+
 # ------------------------------------------------------------------------------------------------
 # Clippy
 
@@ -324,6 +349,27 @@ def test_clippy_interim_after_ten_seconds_pending():
 
 # ------------------------------------------------------------------------------------------------
 # the table
+
+
+def test_v032_line_is_lc0s():
+    s = size_stats(64, 0.0123456, [0.004, 0.0041, 0.0039])  # four batches in all
+    total = 0.0123456 + 0.004 + 0.0041 + 0.0039
+    assert report.v032_line(s) == (f"Benchmark batch size 64 with inference average time {total / 4 * 1000:g}ms - "
+                                   f"throughput {64 * 4 / total:g} nps.")
+    assert report.v032_line(s) == "Benchmark batch size 64 with inference average time 6.0864ms - throughput 10515.2 nps."
+    assert report.v032_nps(s) == pytest.approx(64 * 4 / total)
+
+
+def test_v032_lines_look_like_the_real_lc0s():
+    from lc0_oracle import require_lc0
+
+    net = default_net_path()
+    theirs = subprocess.run([require_lc0(), "backendbench", "--backend=eigen", "--batches=2", "--max-batch-size=2",
+                             f"--weights={net}"], capture_output=True, text=True, timeout=120).stdout
+    ours = _run(["--backend", "cpu", "--batches", "2", "--max-batch-size", "2", "-w", str(net)]).stdout
+    shape = r"Benchmark batch size (\d+) with inference average time [0-9.e+-]+ms - throughput [0-9.e+-]+ nps\."
+    for text in (theirs, ours):
+        assert [re.fullmatch(shape, ln).group(1) for ln in text.splitlines()] == ["1", "2"], text
 
 
 def test_row_format_is_lc0s():
@@ -406,7 +452,7 @@ def _table_rows(stdout):
 
 
 def test_cli_end_to_end_cpu(tmp_path):
-    p = _run(["--backend", "cpu", "--batches", "3", "--max-batch-size", "4", "--batch-step", "2", "--clippy",
+    p = _run(["--backend", "cpu", "--batches", "3", "--max-batch-size", "4", "--batch-step", "2", "--clippy", "--table",
               "--csv", str(tmp_path / "t.csv"), "--json", str(tmp_path / "t.json")])
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
@@ -438,12 +484,14 @@ def test_cli_default_backend_is_auto():
     p = _run(["--batches", "2", "--max-batch-size", "1"])
     assert p.returncode == 0, p.stderr
     assert f"lc0-rocm: {why}; using the cpu backend" in p.stderr.splitlines()
-    assert ", backend cpu, wall-clock timing" in p.stderr and len(_table_rows(p.stdout)) == 1
+    assert ", backend cpu, wall-clock timing" in p.stderr
+    assert "1 batch sizes x 2 batches: at least" in p.stderr
+    assert p.stdout.startswith("Benchmark batch size 1 with inference average time ") and p.stdout.count("\n") == 1
 
 
 def test_tools_script_header_only_once():
     p = _run(["-b", "cpu", "--batches", "2", "--start-batch-size", "2", "--max-batch-size", "2", "--header-only-once=true",
-              "--clippy=false"],
+              "--clippy=false", "--table"],
              script=ROOT / "tools" / "backendbench.py")
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[0] == report.HEADER and len(_table_rows(p.stdout)) == 1

@@ -25,7 +25,7 @@ LAYERS = {
     "gpu": 4,  # the package's own __init__ (a docstring)
     "backends": 5,
     "search": 6, "api": 6,
-    "bench": 7, "analyse": 7, "uci": 7,
+    "bench": 7, "analyse": 7, "uci": 7, "instamove": 7,
     "commands": 8, "cli": 8,
     "__init__": 9,  # lc0_rocm's lazy exports
 }

@@ -23,6 +23,10 @@ column, or the table's timing with `primary="device"` (--device-time; the wall c
 extra column). Batches larger than the backend's `max_batch` are encoded once and evaluated in
 pieces (device times added).
 
+Sizing: lc0's defaults (100 batches of every size 1..256) suit a GPU; on a CPU they take hours.
+`estimate_seconds` predicts a run from a per-position time (each batch costs that much per position,
+a lower bound where small batches carry fixed costs), `fit_config` picks sizes for a time budget.
+
 `make_timer` / `measure_size` time a ready, pre-encoded batch instead (device time when offered):
 for kernel work such as tools/perf_suite.py, not lc0's measurement.
 """
@@ -42,6 +46,8 @@ from ..encoding.packed import NUM_PLANES, PackedPlanes
 from .stats import SizeStats, size_stats, with_extra
 
 WARMUP_BATCHES = 2
+CPU_BUDGET_S = 60.0  # what a CPU run without explicit sizes aims at
+CPU_BATCHES = 10
 MAX_BATCH_SIZE = 1024  # lc0's limits on the flags
 MAX_BATCH_STEP = 256
 STARTPOS_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
@@ -78,6 +84,25 @@ class BenchConfig:
 
     def sizes(self) -> range:
         return range(self.start_batch_size, self.max_batch_size + 1, self.batch_step)
+
+
+def estimate_seconds(config: BenchConfig, per_position_s: float, warm_up: bool = True) -> float:
+    """Seconds a run of `config` takes when a batch costs `per_position_s` per position."""
+    positions = config.batches * sum(config.sizes()) + (WARMUP_BATCHES * config.max_batch_size if warm_up else 0)
+    return positions * per_position_s
+
+
+def fit_config(per_position_s: float, budget_s: float = CPU_BUDGET_S, batches: int = CPU_BATCHES) -> BenchConfig:
+    """Sizes from 1 that fit `budget_s`: the largest max batch size (256, 128, ...) with the smallest
+    step (1, 2, 4, ...) whose estimate fits; one batch size of 1 if nothing does."""
+    for top in (256, 128, 64, 32, 16, 8, 4, 2):
+        for step in (1, 2, 4, 8, 16, 32, 64, 128):
+            if step >= top:
+                break
+            c = BenchConfig(batches, 1, top, step)
+            if estimate_seconds(c, per_position_s) <= budget_s:
+                return c
+    return BenchConfig(batches, 1, 1, 1)
 
 
 def replicate(planes: PackedPlanes, n: int) -> PackedPlanes:
@@ -233,8 +258,10 @@ def run_bench(
     clock: Callable[[], float] = time.perf_counter,
     primary: str = "wall",
     encoder: Optional[Callable[[int], PackedPlanes]] = None,
+    on_warm: Optional[Callable[[list[float]], None]] = None,
 ) -> tuple[list[float], list[SizeStats]]:
-    """Warm up, then measure every batch size of `config`; `on_size` sees each result as it comes.
+    """Warm up, then measure every batch size of `config`; `on_warm` sees the warm-up times (s, by the
+    primary timing), `on_size` each size's result as it comes.
 
     `primary`: the table's timing, "wall" (lc0's, the default) or "device" (ValueError when the
     backend cannot time itself). `encoder` (default `BatchEncoder(position, net input format)`) builds
@@ -247,6 +274,8 @@ def run_bench(
         raise ValueError(f"device timing needs a backend that times itself; {backend.name} does not")
     timed = batch_timer(backend, encoder or BatchEncoder(position, backend.net.input_format), clock)
     warm = [getattr(timed(config.max_batch_size), primary) for _ in range(WARMUP_BATCHES)]
+    if on_warm is not None:
+        on_warm(warm)
     results = []
     for size in config.sizes():
         s = measure_batches(timed, size, config.batches, primary)

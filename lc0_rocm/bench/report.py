@@ -1,6 +1,12 @@
-"""Backendbench output: lc0 master's CSV table on stdout, and --csv / --json / --plot files.
+"""Backendbench output: lc0 v0.32.1's lines or lc0 master's CSV table on stdout, and --csv / --json /
+--plot files.
 
-The table is lc0's, column for column and width for width:
+lc0 v0.32.1 prints one line per batch size (`src/tools/backendbench.cc`), its numbers over every
+batch of the size (the first included) in C++'s default format (6 significant digits):
+
+    Benchmark batch size 64 with inference average time 4.32ms - throughput 14814.8 nps.
+
+lc0 master's table (--table) is lc0's, column for column and width for width:
 
     size, mean nps, mean ms,   sdev,     cv, max nps,  median, min nps, first max, first mean
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -29,6 +36,19 @@ HEADER = "size, mean nps, mean ms,   sdev,     cv, max nps,  median, min nps, fi
 COLUMNS = [c.strip() for c in HEADER.split(",")]
 HEADER_EVERY = 32
 EXTRA_WIDTH = 10
+
+
+def v032_line(s: SizeStats) -> str:
+    """lc0 v0.32.1's line for one batch size: mean time and throughput over all its batches."""
+    n = len(s.times) + 1
+    total = s.first + math.fsum(s.times)
+    return (f"Benchmark batch size {s.size} with inference average time {total / n * 1000:g}ms - "
+            f"throughput {s.size * n / total:g} nps.")
+
+
+def v032_nps(s: SizeStats) -> float:
+    """The throughput of `v032_line`."""
+    return s.size * (len(s.times) + 1) / (s.first + math.fsum(s.times))
 
 
 def header(extra_kind: str = "") -> str:

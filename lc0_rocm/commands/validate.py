@@ -2,7 +2,9 @@
 
 Evaluates the first N positions of the built-in suite (`lc0_rocm.validation_positions`), or with
 `--pgn FILE` every position along the games of a PGN file (at most `--max-positions`), with the chosen
-backend and with the float32 CPU reference (lc0's CPU precision), and prints one table: max and mean
+backend and with the numpy reference: float32 (lc0's CPU precision) for a GPU backend, float64 for the
+cpu backend (itself the float32 reference: compared with itself it could only pass; `auto` without a
+GPU is the cpu backend), and prints one table: max and mean
 |Δ| of the policy probabilities (softmax over the legal moves, temperature 1), the raw logits, W, D, L,
 Q and moves-left, the top-1 move agreement and the NaN count. With `--nodes N` the MCTS also searches
 every position (that has legal moves) for N nodes with each of the two, under deterministic settings
@@ -194,7 +196,8 @@ def run(args) -> int:
     evaluator = open_backend(weights, args.backend, args.backend_opts)
     net, backend = evaluator.net, evaluator.backend
     mlh = bool_option(evaluator.options, "mlh", True)
-    ref_backend = CpuBackend(net, dtype=np.float32, mlh=mlh, threads=os.cpu_count())
+    ref_dtype = np.float64 if backend.name == CpuBackend.name else np.float32  # never the backend itself
+    ref_backend = CpuBackend(net, dtype=ref_dtype, mlh=mlh, threads=os.cpu_count())
     try:
         planes = encode_positions(boards, net.input_format)
         legal = [legal_move_indices(b, int(t))[1] for b, t in zip(boards, planes.transforms)]
@@ -212,7 +215,7 @@ def run(args) -> int:
         c.search_nodes = args.nodes
         c.search_total = len(pairs)
         c.search_agree = sum(a == b for a, b in pairs)
-    print(f"validate: {backend.name} ({precision}) vs cpu reference (float32), {weights}, {source}")
+    print(f"validate: {backend.name} ({precision}) vs cpu reference ({np.dtype(ref_dtype).name}), {weights}, {source}")
     print(format_table(c, precision))
     bad = failures(c, precision)
     print("result: PASS" if not bad else "result: FAIL (" + "; ".join(bad) + ")")
