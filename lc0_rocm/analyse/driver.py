@@ -13,9 +13,9 @@ import time
 
 from .pipeline import RunConfig, run_raw
 from .progress import Progress
-from .reader import input_size
+from .reader import InputError, input_size
 from .work import FinishConfig, WorkConfig
-from .writers import Outputs
+from .writers import SAVE_INTERVAL_S, Outputs
 
 
 def default_workers(backend_name: str) -> int:
@@ -57,8 +57,9 @@ def run(args, selection, thresholds, signature: dict) -> int:
         work = WorkConfig(mode, selection, evaluator.net.input_format, args.top)
         fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot)
         workers = args.workers if args.workers >= 0 else default_workers(evaluator.backend_name)
+        # search mode takes seconds a game: each game is written and checkpointed as soon as it is done
         cfg = RunConfig(list(args.inputs), args.format, work, fin, args.batch_size, workers,
-                        outputs.after_game, args.max_games)
+                        outputs.after_game, args.max_games, games_per_unit=16 if mode == "raw" else 1)
 
         def sink(unit, outs):
             outputs.write(unit, outs)
@@ -77,17 +78,27 @@ def run(args, selection, thresholds, signature: dict) -> int:
     finally:
         evaluator.close()
     dt = time.monotonic() - t0
+    check_read(progress, outputs, args.inputs)
     summary(progress, dt, f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}")
     return 0
 
 
 def open_outputs(paths: dict, mode: str, signature: dict, resume: bool, progress) -> Outputs:
-    """The run's `Outputs`, counting games on the progress line (the local run and the Ray run share this)."""
+    """The run's `Outputs`, counting games on the progress line (the local run and the Ray run share
+    this); search mode saves the resume sidecar after every game."""
     outputs = Outputs(paths, mode, signature, resume, note=progress.note,
-                      on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)))
+                      on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)),
+                      save_interval=0.0 if mode == "search" else SAVE_INTERVAL_S)
     if outputs.after_game:
         progress.note(f"lc0-rocm: resuming after game {outputs.after_game}")
     return outputs
+
+
+def check_read(progress, outputs, inputs) -> None:
+    """InputError when the inputs held no game or position at all (an empty or non-chess file)."""
+    if progress.games == 0 and not outputs.after_game:
+        names = ", ".join("stdin" if i == "-" else i for i in inputs)
+        raise InputError(f"no game or position found in {names}")
 
 
 def summary(progress, seconds: float, how: str) -> None:

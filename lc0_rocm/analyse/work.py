@@ -93,31 +93,81 @@ class RowOutputs:
 
 
 def parse_game(raw: RawGame):
-    """(board at the start, [chess.Move], headers, error or None) of a RawGame."""
+    """(board at the start, [chess.Move], headers, error or None) of a RawGame.
+
+    PGN goes through python-chess's reader (blank lines dropped: the reader already found where
+    the game ends) with `_Mainline` as its visitor: the main line's moves only (variations are skipped unread) and nothing after the first error, which makes the game
+    a bad one (reported and skipped). Any other exception of the reader on damaged text is that
+    game's error too: one game never stops a run."""
     if raw.kind == "fen":
         return _parse_fen_line(raw.text)
-    game = chess.pgn.read_game(io.StringIO(raw.text), Visitor=_QuietBuilder)
+    if raw.error is not None:
+        return None, [], [], raw.error
+    text = "".join(x for x in raw.text.splitlines(True) if x.strip())  # python-chess ends a game at a blank line
+    try:
+        game = chess.pgn.read_game(io.StringIO(text), Visitor=_Mainline)
+    except Exception as e:  # noqa: BLE001 - python-chess's reader on damaged text
+        return None, [], [], f"unreadable PGN ({type(e).__name__} in python-chess's reader: {one_line(e)})"
     if game is None:
         return None, [], [], "no game found"
     headers = list(game.headers.items())
     if game.errors:
         return None, [], headers, _describe_error(game.errors[0], raw)
-    if game.variations == [] and not raw.text.lstrip().startswith("["):  # python-chess skips what it cannot read
+    if not game.moves and not raw.text.lstrip().startswith("["):  # python-chess skips what it cannot read
         return None, [], headers, "no PGN tags or moves found"
-    board = game.board()
+    board = game.board
+    if board is None:
+        return None, [], headers, "no start position"
     if type(board) is not chess.Board:
         return None, [], headers, f"variant {game.headers.get('Variant', '?')!r} is not supported"
     status = board.status()
     if status != chess.STATUS_VALID:
         return None, [], headers, f"illegal start position {board.fen()!r}"
-    return board, list(game.mainline_moves()), headers, None
+    return board, game.moves, headers, None
 
 
-class _QuietBuilder(chess.pgn.GameBuilder):
-    """python-chess's game builder, keeping errors in `game.errors` without logging them."""
+@dataclass
+class _Parsed:
+    headers: object
+    board: Optional[chess.Board] = None
+    moves: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+
+
+class _Mainline(chess.pgn.BaseVisitor):
+    """python-chess visitor that keeps the tags, the start board and the main line's moves; it skips
+    variations unread and ignores everything after the first error (python-chess's reader goes on
+    after an illegal move, and its `GameBuilder` can then pop the main line off its stack on a
+    stray `)` and fail with an IndexError on the next comment)."""
+
+    def begin_game(self):
+        self.game = _Parsed(chess.pgn.Headers({}))
+
+    def begin_headers(self):
+        return self.game.headers
+
+    def visit_header(self, tagname: str, tagvalue: str) -> None:
+        self.game.headers[tagname] = tagvalue
+
+    def visit_board(self, board: chess.Board) -> None:
+        if self.game.board is None:
+            self.game.board = board.copy(stack=False)
+
+    def begin_variation(self):
+        return chess.pgn.SKIP
+
+    def begin_parse_san(self, board: chess.Board, san: str):
+        return chess.pgn.SKIP if self.game.errors else None
+
+    def visit_move(self, board: chess.Board, move: chess.Move) -> None:
+        if not self.game.errors:
+            self.game.moves.append(move)
 
     def handle_error(self, error: Exception) -> None:
         self.game.errors.append(error)
+
+    def result(self) -> _Parsed:
+        return self.game
 
 
 def _parse_fen_line(text: str):
