@@ -27,7 +27,7 @@ def default_workers(backend_name: str) -> int:
 
 
 def output_paths(args) -> dict:
-    return {"jsonl": args.jsonl, "csv": args.csv, "pgn": args.pgn_out}
+    return {"jsonl": args.jsonl, "csv": args.csv, "pgn": args.pgn_out, "summary": args.summary}
 
 
 def wanted(paths: dict) -> frozenset:

@@ -6,7 +6,9 @@ A sidecar `<first output>.resume.json` records, at most every half second and at
 game written and every file's size at that point. `--resume` truncates each file to its recorded
 size and continues after that game: no game is lost or written twice, whatever stopped the run
 (Ctrl-C, a kill, a crash, a full disk). The sidecar also records the inputs and settings; resuming
-with other ones is refused. Without any file output, JSONL goes to stdout. A write that fails (no
+with other ones is refused. Without any file output, JSONL goes to stdout. `--summary FILE` gets one
+row per analysed game (`summary.SUMMARY_KEYS`) as CSV, JSON Lines, or a JSON array (its closing
+bracket is written after the sidecar's sizes, so a resumed run cuts it and appends). A write that fails (no
 space left, a file-size limit) is one `OutputError` line naming the file and the last whole game;
 the sidecar keeps the sizes at that game, so `--resume` continues from there.
 """
@@ -21,13 +23,32 @@ from typing import Callable, Optional
 
 from ..errors import Lc0RocmError
 from .formats import csv_header
+from .summary import SUMMARY_KEYS
 
-KINDS = ("jsonl", "csv", "pgn")
+KINDS = ("jsonl", "csv", "pgn", "summary")
+SUMMARY_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl"}
 SAVE_INTERVAL_S = 0.5
 
 
 class OutputError(Lc0RocmError):
     """An output cannot be written or a run cannot be resumed."""
+
+
+def summary_format(path: str) -> str:
+    """csv, json or jsonl from the `--summary` file's extension."""
+    fmt = SUMMARY_FORMATS.get(os.path.splitext(path)[1].lower())
+    if fmt is None:
+        raise OutputError(f"--summary {path}: expected a .csv, .json or .jsonl file")
+    return fmt
+
+
+def summary_csv_header() -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(SUMMARY_KEYS)
+    return buf.getvalue()
 
 
 def sidecar_path(paths: dict) -> Optional[str]:
@@ -54,6 +75,7 @@ class Outputs:
         self.on_game = on_game
         self.save_interval = save_interval  # seconds between sidecar saves (0: after every game)
         self.sidecar = sidecar_path(self.paths)
+        self.summary_format = summary_format(self.paths["summary"]) if "summary" in self.paths else None
         self.after_game = 0
         self.last_game = 0
         self.files: dict = {}
@@ -83,6 +105,8 @@ class Outputs:
                 self.sizes[kind] = size
                 if kind == "csv" and size == 0:
                     self._write(kind, csv_header(mode))
+                if kind == "summary" and size == 0:
+                    self._write(kind, {"csv": summary_csv_header(), "json": "["}.get(self.summary_format, ""))
         except OSError as e:
             self.close(final=False)
             raise OutputError(f"cannot write {e.filename or path}: {e.strerror or e}") from None
@@ -140,7 +164,7 @@ class Outputs:
                 self.note(f"lc0-rocm: game {go.number} ({go.source} line {go.line}): {go.error}; skipped")
             else:
                 for kind in self.files:
-                    text = getattr(go, kind)
+                    text = getattr(go, kind) if kind != "summary" else self._summary_text(go.summary)
                     if text:
                         self._write(kind, text)
                 self._flush()
@@ -150,6 +174,21 @@ class Outputs:
                 self.on_game(go)
         if time.monotonic() - self._saved >= self.save_interval:
             self._save()
+
+    def _summary_text(self, summary: Optional[dict]) -> str:
+        if summary is None:
+            return ""
+        if self.summary_format == "csv":
+            import csv
+            import io
+
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerow(["" if summary[k] is None else summary[k] for k in SUMMARY_KEYS])
+            return buf.getvalue()
+        text = json.dumps(summary)
+        if self.summary_format == "json":
+            return ("\n" if self.sizes["summary"] <= 1 else ",\n") + text
+        return text + "\n"
 
     def _save(self, complete: bool = False) -> None:
         self._saved = time.monotonic()
@@ -170,6 +209,11 @@ class Outputs:
             try:
                 self._save(complete)
             except OutputError:
+                pass
+        if self.summary_format == "json" and "summary" in self.files:
+            try:
+                self.files["summary"].write(b"\n]\n")  # after the recorded size: a resumed run cuts it
+            except (OSError, ValueError):
                 pass
         for kind, f in self.files.items():
             try:
