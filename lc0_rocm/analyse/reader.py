@@ -253,8 +253,8 @@ def _split_pgn(lines) -> Iterator[tuple[int, str, int, Optional[tuple]]]:
             start = n
         buf.append(line)
         size += len(line)
-        if tag:
-            has_event = has_event or s.startswith("[Event")
+        if tag or (s.startswith("[") and not seen_moves):  # tags, or a damaged line among them
+            has_event = has_event or (tag and s.startswith("[Event"))
         elif s.strip():
             seen_moves = True
             was = depth
