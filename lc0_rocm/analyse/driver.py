@@ -20,10 +20,10 @@ from .writers import SAVE_INTERVAL_S, Outputs
 
 def default_workers(backend_name: str) -> int:
     """Worker processes: none on the CPU backend (the network is the bottleneck by far), else one per
-    spare core up to 8."""
+    core but two (the main process's batching and writing threads), up to 32."""
     if backend_name == "cpu":
         return 0
-    return max(0, min(8, (os.cpu_count() or 1) - 2))
+    return max(0, min(32, (os.cpu_count() or 1) - 2))
 
 
 def output_paths(args) -> dict:
@@ -49,17 +49,24 @@ def run(args, selection, thresholds, signature: dict) -> int:
 
         return run_on_ray(args, selection, thresholds, signature, progress)
     from ..api import open_backend
+    from .pipeline import make_pool
 
     t0 = time.monotonic()
-    evaluator = open_backend(args.weights, args.backend, args.backend_opts)
+    workers = args.workers if args.workers >= 0 else default_workers(args.backend)
+    pool = make_pool(workers)  # the workers start up while the net loads
+    try:
+        evaluator = open_backend(args.weights, args.backend, args.backend_opts)
+    except BaseException:
+        if pool is not None:
+            pool.terminate()
+        raise
     try:
         outputs = open_outputs(paths, mode, signature, args.resume, progress)
         work = WorkConfig(mode, selection, evaluator.net.input_format, args.top)
         fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot)
-        workers = args.workers if args.workers >= 0 else default_workers(evaluator.backend_name)
         # search mode takes seconds a game: each game is written and checkpointed as soon as it is done
         cfg = RunConfig(list(args.inputs), args.format, work, fin, args.batch_size, workers,
-                        outputs.after_game, args.max_games, games_per_unit=16 if mode == "raw" else 1)
+                        outputs.after_game, args.max_games, games_per_unit=16 if mode == "raw" else 1, pool=pool)
 
         def sink(unit, outs):
             outputs.write(unit, outs)
@@ -77,6 +84,8 @@ def run(args, selection, thresholds, signature: dict) -> int:
             return 130
     finally:
         evaluator.close()
+        if pool is not None:
+            pool.terminate()
     dt = time.monotonic() - t0
     check_read(progress, outputs, args.inputs)
     summary(progress, dt, f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}")

@@ -67,25 +67,26 @@ class GameTask:
     final_score: Optional[float] = None  # expected score of the last mover when the game's end is decided
     # raw mode: rows to evaluate, in order; records read rows rec_row[i] (and after_row[i]: the position
     # after their move, -1 when there is none or the game ended there)
-    planes: object = None  # PackedPlanes of the rows
+    planes: object = None  # PackedPlanes of the rows (dropped once they are in batches)
+    n_rows: int = 0
     rec_row: list = field(default_factory=list)
     after_row: list = field(default_factory=list)
-    legal_codes: list = field(default_factory=list)  # per record: int32 move codes of the legal moves
-    legal_idx: list = field(default_factory=list)  # per record: int32 policy indices (row's transform)
-
-    @property
-    def n_rows(self) -> int:
-        return 0 if self.planes is None else len(self.planes)
+    # the legal moves of all records, flat: record i's are entries rec_start[i]:rec_start[i + 1]
+    rec_start: object = None  # int32 [records + 1]
+    codes: object = None  # int32 move codes
+    gather_row: object = None  # int32: the row whose policy holds the entry (its record's row)
+    gather_col: object = None  # int32: its policy index (the row's transform)
 
 
 @dataclass
 class RowOutputs:
-    """The backend's outputs for one game's rows: q/wdl/mlh per row, legal logits per record."""
+    """The backend's outputs for one game's rows: q/wdl/mlh per row, and the legal moves' logits of
+    all records, flat (the task's `rec_start` order)."""
 
     q: np.ndarray
     wdl: Optional[np.ndarray]
     mlh: Optional[np.ndarray]
-    logits: list  # per record: float32 logits of its legal moves (legal_idx order)
+    logits: np.ndarray  # float32, one per legal-move entry of the task
 
 
 # ------------------------------------------------------------------------------------------------
@@ -267,13 +268,21 @@ def prepare(raw: RawGame, cfg: WorkConfig) -> GameTask:
     from ..encoding.policy_map import legal_move_indices
 
     task.planes = encode_positions(histories, cfg.input_format)
+    task.n_rows = len(task.planes)
+    codes, cols, starts, rows = [], [], [0], []
     for p in plies:
         row = row_of[p]
         task.rec_row.append(row)
         task.after_row.append(row_of.get(p + 1, -1) if p <= n else -1)
         legal, idx = legal_move_indices(histories[row].board, int(task.planes.transforms[row]))
-        task.legal_codes.append(np.array([move_code(m) for m in legal], dtype=np.int32))
-        task.legal_idx.append(idx)
+        codes.extend(move_code(m) for m in legal)
+        cols.append(idx)
+        rows.append(np.full(len(idx), row, dtype=np.int32))
+        starts.append(starts[-1] + len(idx))
+    task.rec_start = np.array(starts, dtype=np.int32)
+    task.codes = np.array(codes, dtype=np.int32)
+    task.gather_col = np.concatenate(cols).astype(np.int32) if cols else np.zeros(0, np.int32)
+    task.gather_row = np.concatenate(rows) if rows else np.zeros(0, np.int32)
     return task
 
 
@@ -292,8 +301,9 @@ def raw_records(task: GameTask, out: RowOutputs, top: int) -> list[dict]:
         row = task.rec_row[i]
         white = task.white[i]
         played = task.moves[ply - 1] if ply <= len(task.moves) else None
-        codes = task.legal_codes[i]
-        probs = softmax_logits(out.logits[i], 1.0, use_fast_exp=False)
+        a, b = task.rec_start[i], task.rec_start[i + 1]
+        codes = task.codes[a:b]
+        probs = softmax_logits(out.logits[a:b], 1.0, use_fast_exp=False)
         policy, best, played_p, played_rank = _policy(codes, probs, played, top)
         q = float(out.q[row])
         wdl = [float(x) for x in out.wdl[row]] if out.wdl is not None else None
