@@ -131,6 +131,8 @@ def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]
     if opts:
         cmd += ["--backend-opts", opts]
     cmd += args.analyse_args
+    if os.path.exists(out):
+        os.remove(out)  # the previous run's file would read as this run's first write
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     first, first_records = None, 0
