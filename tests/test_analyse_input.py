@@ -78,6 +78,10 @@ def test_net_or_binary_file_as_input_is_refused(tmp_path, weights_dir):
         p = analyse(path, "--jsonl", tmp_path / "o.jsonl", check=False)
         assert p.returncode == 1 and needle in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert p.stdout == ""
+    p = subprocess.run([sys.executable, "-m", "lc0_rocm.cli", "analyse", "--backend", "cpu", "-"],
+                       input=net.read_bytes(), capture_output=True, timeout=600)  # the net on stdin
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "stdin" in err and len(err.strip().splitlines()) == 1 and p.stdout == b"", err
 
 
 def test_empty_input_says_no_game(tmp_path):

@@ -144,6 +144,10 @@ def _open(path: str):
     if path == "-":
         stdin = sys.stdin
         if hasattr(stdin, "buffer"):
+            peek = getattr(stdin.buffer, "peek", None)
+            what = binary_kind(peek(4096)[:4096]) if peek is not None else None
+            if what:
+                raise InputError(f"stdin is not PGN, EPD or FEN text: {what}")
             return io.TextIOWrapper(stdin.buffer, encoding="utf-8-sig", errors="replace")
         return stdin
     return open(path, encoding="utf-8-sig", errors="replace", newline=None)
