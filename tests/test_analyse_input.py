@@ -146,3 +146,34 @@ def test_first_progress_rate_is_a_real_rate():
     pr.update(5000, 1)
     t1 = time.monotonic()  # before the rate is read
     assert 0 < pr.rate() <= 5000 / (t1 - t0)  # at most the positions over the time the run has surely taken
+
+
+def test_compiled_legal_moves_equal_python_chess():
+    """`work.legal_codes` (the search's compiled move generator and index table) gives python-chess's
+    legal moves in its order and `policy_map.legal_move_indices`'s policy indices, Chess960 included."""
+    import random
+
+    import chess
+
+    from lc0_rocm.analyse.work import legal_codes, move_code
+    from lc0_rocm.encoding.history import History
+    from lc0_rocm.encoding.policy_map import legal_move_indices
+
+    rng = random.Random(3)
+    checked = 0
+    for g in range(24):
+        board = chess.Board.from_chess960_pos(rng.randrange(960)) if g % 3 == 2 else chess.Board()
+        h = History.from_board(board)
+        for _ in range(60):
+            if board.is_game_over():
+                break
+            for transform in (0, 1):
+                moves, idx = legal_move_indices(board, transform)
+                codes, mine = legal_codes(h.last, board.chess960, transform)
+                assert codes.tolist() == [move_code(m) for m in moves] and mine.tolist() == idx.tolist(), board.fen()
+                checked += 1
+            move = rng.choice(list(board.legal_moves))
+            after = board.copy(stack=False)
+            after.push(move)
+            h, board = h.push(move, after), after
+    assert checked > 1000

@@ -265,7 +265,6 @@ def prepare(raw: RawGame, cfg: WorkConfig) -> GameTask:
     if not raw_mode:
         return task
     from ..encoding.planes import encode_positions
-    from ..encoding.policy_map import legal_move_indices
 
     task.planes = encode_positions(histories, cfg.input_format)
     task.n_rows = len(task.planes)
@@ -274,16 +273,36 @@ def prepare(raw: RawGame, cfg: WorkConfig) -> GameTask:
         row = row_of[p]
         task.rec_row.append(row)
         task.after_row.append(row_of.get(p + 1, -1) if p <= n else -1)
-        legal, idx = legal_move_indices(histories[row].board, int(task.planes.transforms[row]))
-        codes.extend(move_code(m) for m in legal)
+        code, idx = legal_codes(histories[row].last, task.chess960, int(task.planes.transforms[row]))
+        codes.append(code)
         cols.append(idx)
         rows.append(np.full(len(idx), row, dtype=np.int32))
         starts.append(starts[-1] + len(idx))
     task.rec_start = np.array(starts, dtype=np.int32)
-    task.codes = np.array(codes, dtype=np.int32)
+    task.codes = np.concatenate(codes).astype(np.int32) if codes else np.zeros(0, np.int32)
     task.gather_col = np.concatenate(cols).astype(np.int32) if cols else np.zeros(0, np.int32)
     task.gather_row = np.concatenate(rows) if rows else np.zeros(0, np.int32)
     return task
+
+
+_PROMO_OF_SLOT = np.array([0, chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT, 0], dtype=np.int32)
+_MOVES = np.zeros(256, dtype=np.int16)  # legal_moves' output buffer (one per worker process)
+
+
+def legal_codes(pos, chess960: bool, transform: int) -> tuple[np.ndarray, np.ndarray]:
+    """(move codes as `move_code` gives them, policy indices) of the legal moves of a position
+    (`encoding.history.PositionState`), in python-chess's order: the search's compiled move
+    generator (`search.rules.legal_moves`) and its policy-index table (`search.move_codes`)."""
+    from ..search.move_codes import index_tables
+    from ..search.rules import legal_moves
+
+    bbs = np.array(pos.bbs, dtype=np.uint64)
+    black = bool(pos.black_to_move)
+    n, _ = legal_moves(bbs, black, np.uint64(pos.castling), pos.ep_file, chess960, _MOVES)
+    c = _MOVES[:n].astype(np.int32)
+    idx = index_tables((black * 8 + transform,))[black * 8 + transform, c]
+    slot, ft = c >> 12, c & 4095  # ft = from * 64 + to; slot 5 (standard castling) is e1g1 as python-chess has it
+    return (ft >> 6) | ((ft & 63) << 6) | (_PROMO_OF_SLOT[slot] << 12), idx
 
 
 # ------------------------------------------------------------------------------------------------
