@@ -73,6 +73,17 @@ def backend_nps(args) -> float:
         return stats.mean_nps
 
 
+def warm_compiled() -> None:
+    """Compile (or load from numba's disk cache) the move generator the workers use, once, so that
+    no timed run pays a machine's first-ever compile."""
+    import chess
+
+    from lc0_rocm.analyse.work import legal_codes
+    from lc0_rocm.encoding.history import History
+
+    legal_codes(History.from_board(chess.Board()).last, False, 0)
+
+
 def host_rate(args, pgn: str, out: str) -> tuple[float, float, int]:
     """(steady, from-the-start positions/s, records) of the host pipeline on the replay stand-in."""
     from types import SimpleNamespace
@@ -180,6 +191,9 @@ def main(argv=None) -> int:
         t0 = time.monotonic()
         games, positions = write_games(pgn, args.positions)
         print(f"wrote {games} random games, {positions} positions, to {pgn} in {time.monotonic() - t0:.1f} s")
+    t0 = time.monotonic()
+    warm_compiled()
+    print(f"compiled move generator ready (numba cache) in {time.monotonic() - t0:.1f} s")
     raw = None
     if not args.host_only:
         raw = backend_nps(args)
