@@ -38,6 +38,7 @@ class GameOutput:
     csv: str = ""
     pgn: str = ""
     summary: Optional[dict] = None  # `summary.game_summary` of the game (None: a skipped game)
+    headers: dict = field(default_factory=dict)  # the game's PGN tags
     records: list = field(default_factory=list)  # kept only when asked (tests, Ray merge)
 
 
@@ -137,7 +138,8 @@ def game_output(task, records: list, mode: str, want: set, annotator: str = "lc0
     out = GameOutput(task.number, task.source, task.line, task.error, len(records))
     if task.error is not None:
         return out
-    out.summary = game_summary(records, task.headers, task.number, len(task.moves))
+    out.headers = dict(task.headers)
+    out.summary = game_summary(records, out.headers, task.number, len(task.moves))
     if "jsonl" in want:
         out.jsonl = jsonl_text(records, mode)
     if "csv" in want:
