@@ -97,7 +97,8 @@ def run_maia(tmp_path_factory, games):
     net = require_shared(SHARED_WEIGHTS_DIR / "maia-1500.pb.gz")
     d = tmp_path_factory.mktemp("maia")
     write_pgn(d / "games.pgn", games)
-    analyse(d / "games.pgn", "--weights", net, "--jsonl", d / "o.jsonl", "--pgn-out", d / "o.pgn")
+    analyse(d / "games.pgn", "--weights", net, "--jsonl", d / "o.jsonl", "--pgn-out", d / "o.pgn",
+            "--summary", d / "s.json", "--csv", d / "o.csv")
     return d, read_jsonl(d / "o.jsonl")
 
 
@@ -339,3 +340,37 @@ def test_ctrl_c_leaves_whole_games_and_resume_completes(tmp_path):
     recs = read_jsonl(tmp_path / "o.jsonl")
     assert [(r["game"], r["ply"]) for r in recs] == [(n, k) for n, g in enumerate(many, 1)
                                                      for k in range(1, len(list(g.mainline_moves())) + 1)]
+
+
+def test_accuracy_summary_pgn_tags_and_csv_agree(run_maia, games):
+    """Default (lichess) thresholds; each record's accuracy is lichess's formula on 100 × its expected
+    scores; the summary file is `game_summary` of the records and the input's tags; the annotated
+    PGN's tags and the CSV say the same."""
+    import math
+
+    from lc0_rocm.analyse.summary import PGN_TAGS, SUMMARY_KEYS, game_summary
+
+    d, recs = run_maia
+    for r in recs:
+        assert r["nag"] == ("??" if r["loss"] >= 0.15 else "?" if r["loss"] >= 0.10 else "?!" if r["loss"] >= 0.05 else None)
+        before, after = 100 * r["best_score"], 100 * r["played_score"]
+        want = 100.0 if after >= before else min(100.0, max(0.0, 103.1668100711649 * math.exp(
+            -0.04354415386753951 * (before - after)) - 3.166924740191411 + 1))
+        assert abs(r["accuracy"] - want) < 1e-9
+    rows = json.load(open(d / "s.json"))
+    pgns = []
+    with open(d / "o.pgn", encoding="utf-8") as f:
+        while (g := chess.pgn.read_game(f)) is not None:
+            pgns.append(g)
+    csv_acc = [float(row["accuracy"]) for row in csv.DictReader(open(d / "o.csv", newline="", encoding="utf-8"))]
+    assert csv_acc == [r["accuracy"] for r in recs]
+    assert [row["game"] for row in rows] == list(range(1, len(games) + 1))
+    for row, src, pgn in zip(rows, games, pgns):
+        mine = [r for r in recs if r["game"] == row["game"]]
+        assert tuple(row) == SUMMARY_KEYS
+        assert row == game_summary(mine, src.headers, row["game"], len(list(src.mainline_moves())))
+        assert row["white_blunders"] == sum(r["turn"] == "w" and r["nag"] == "??" for r in mine)
+        assert row["black_mistakes"] == sum(r["turn"] == "b" and r["nag"] == "?" for r in mine)
+        assert 0 <= row["white_accuracy"] <= 100 and row["white"] == src.headers["White"]
+        for key, tag in PGN_TAGS.items():
+            assert pgn.headers[tag] == str(row[key])

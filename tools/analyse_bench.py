@@ -4,13 +4,19 @@
 Writes a PGN of random legal games (python-chess, seeded) with about --positions positions, then:
   1. backendbench nps at --bench-batch (default 256): lc0's way (`lc0_rocm.bench.backendbench`:
      wall clock, a fresh batch encoded every time, evaluated synchronously), median of batches;
-  2. `lc0-rocm analyse GAMES.pgn --jsonl OUT` (a subprocess: the real command, its reader, worker
+  2. for each --configs entry (backend options, e.g. "" for one GPU and "gpus=0,1"):
+     `lc0-rocm analyse GAMES.pgn --jsonl OUT` (a subprocess: the real command, its reader, worker
      processes, batches and writer), positions / wall seconds from the first record written
-     (the net load and the first batch's compile excluded) and from the start;
-and prints both and the ratio. The issue's target on the H100: ratio >= 0.90 with a BT4-shape net.
+     (the net load and the first batch's compile excluded: "steady") and from the start;
+  3. with --host: the host pipeline alone (reading, replay, selection, encoding, records, writing:
+     `pipeline.run_raw` in process, its worker processes and an `Outputs` JSONL file) on a stand-in
+     backend, `backends.replay.ReplayBackend` answering every batch at once with rows recorded
+     from one batch of the cpu backend: the rate the host can feed a GPU with.
+and prints each figure and its ratio to backendbench.
 
-    python3 tools/analyse_bench.py --weights /tmp/bt4.pb.gz --backend rocm-fp16 --positions 200000
+    python3 tools/analyse_bench.py -w t82.pb.gz -b rocm-fp16 --positions 300000 --configs "" "gpus=0,1" --host
     python3 tools/analyse_bench.py --backend cpu --positions 2000 --bench-batches 5   # a quick check
+    python3 tools/analyse_bench.py --host-only --positions 20000                      # the host rate only
 """
 
 from __future__ import annotations
@@ -67,14 +73,77 @@ def backend_nps(args) -> float:
         return stats.mean_nps
 
 
-def analyse_nps(args, pgn: str, out: str) -> tuple[float, float, int]:
+def warm_compiled() -> None:
+    """Compile (or load from numba's disk cache) the move generator the workers use, once, so that
+    no timed run pays a machine's first-ever compile."""
+    import chess
+
+    from lc0_rocm.analyse.work import legal_codes
+    from lc0_rocm.encoding.history import History
+
+    legal_codes(History.from_board(chess.Board()).last, False, 0)
+
+
+def host_rate(args, pgn: str, out: str) -> tuple[float, float, int]:
+    """(steady, from-the-start positions/s, records) of the host pipeline on the replay stand-in."""
+    from types import SimpleNamespace
+
+    import chess
+
+    from lc0_rocm.analyse.driver import default_workers
+    from lc0_rocm.analyse.pipeline import RunConfig, make_pool, run_raw
+    from lc0_rocm.analyse.reader import Selection
+    from lc0_rocm.analyse.work import FinishConfig, WorkConfig
+    from lc0_rocm.analyse.writers import Outputs
+    from lc0_rocm.api import open_backend
+    from lc0_rocm.backends.replay import RecordingBackend, ReplayBackend
+    from lc0_rocm.encoding.history import History
+    from lc0_rocm.encoding.planes import encode_positions
+
+    workers = args.workers if args.workers >= 0 else default_workers("gpu")
+    with open_backend(args.host_weights, "cpu") as ev:
+        rng = random.Random(2)
+        hist, board = [], chess.Board()
+        for _ in range(64):  # one recorded batch of varied positions, replayed for every batch
+            if board.is_game_over():
+                board = chess.Board()
+            board.push(rng.choice(list(board.legal_moves)))
+            hist.append(History.from_board(board.copy()))
+        rec = RecordingBackend(ev.backend)
+        rec.evaluate(encode_positions(hist, ev.net.input_format))
+        replay = ReplayBackend(ev.net, rec.batches, max_batch=args.host_batch)
+        t0 = time.monotonic()
+        pool = make_pool(workers)
+        outputs = Outputs({"jsonl": out}, "raw", {}, note=lambda s: None)
+        cfg = RunConfig([pgn], "auto", WorkConfig("raw", Selection(), ev.net.input_format, 5),
+                        FinishConfig("raw", 5, frozenset({"jsonl"})), args.host_batch, workers, pool=pool)
+        first, first_n, n = None, 0, 0
+
+        def sink(unit, outs):
+            nonlocal first, first_n, n
+            outputs.write(unit, outs)
+            n += sum(go.positions for go in outs)
+            if first is None:
+                first, first_n = time.monotonic(), n
+
+        run_raw(SimpleNamespace(backend=replay, net=ev.net), cfg, sink)
+        outputs.close(complete=True)
+        end = time.monotonic()
+    print(f"host pipeline: {workers} worker processes, batch {args.host_batch}, {replay.misses} replayed batches")
+    steady = (n - first_n) / (end - first) if first and end > first else float("nan")
+    return steady, n / (end - t0), n
+
+
+def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]:
     cmd = [sys.executable, "-m", "lc0_rocm.cli", "analyse", pgn, "--jsonl", out, "--backend", args.backend,
            "--no-progress"]
     if args.weights:
         cmd += ["--weights", args.weights]
-    if args.backend_opts:
-        cmd += ["--backend-opts", args.backend_opts]
+    if opts:
+        cmd += ["--backend-opts", opts]
     cmd += args.analyse_args
+    if os.path.exists(out):
+        os.remove(out)  # the previous run's file would read as this run's first write
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     first, first_records = None, 0
@@ -100,7 +169,14 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--weights", "-w", help="network file (default: the bundled net)")
     ap.add_argument("--backend", "-b", default="auto")
-    ap.add_argument("--backend-opts", "-o", default="")
+    ap.add_argument("--backend-opts", "-o", default="", help="backend options of backendbench (one GPU)")
+    ap.add_argument("--configs", nargs="*", default=None, metavar="OPTS",
+                    help="backend options of each analyse run (default: --backend-opts), e.g. '' 'gpus=0,1'")
+    ap.add_argument("--host", action="store_true", help="also measure the host pipeline on the replay stand-in")
+    ap.add_argument("--host-only", action="store_true", help="only the host pipeline (no backendbench, no GPU)")
+    ap.add_argument("--host-weights", default=None, help="net of the stand-in's recorded batch (default: bundled)")
+    ap.add_argument("--host-batch", type=int, default=1024, help="batch size of the host measurement")
+    ap.add_argument("--workers", type=int, default=-1, help="host measurement: worker processes (default: analyse's)")
     ap.add_argument("--positions", type=int, default=20000, help="positions in the generated games")
     ap.add_argument("--bench-batch", type=int, default=256, help="backendbench batch size (default 256)")
     ap.add_argument("--bench-batches", type=int, default=50, help="backendbench batches (default 50)")
@@ -115,11 +191,23 @@ def main(argv=None) -> int:
         t0 = time.monotonic()
         games, positions = write_games(pgn, args.positions)
         print(f"wrote {games} random games, {positions} positions, to {pgn} in {time.monotonic() - t0:.1f} s")
-    raw = backend_nps(args)
-    print(f"backendbench nps at batch {args.bench_batch}: {raw:,.0f}")
-    steady, overall, records = analyse_nps(args, pgn, os.path.join(work, "out.jsonl"))
-    print(f"analyse: {records} records; {steady:,.0f} positions/s after the first write, {overall:,.0f} from the start")
-    print(f"ratio analyse / backendbench: {steady / raw:.3f} (steady), {overall / raw:.3f} (from the start)")
+    t0 = time.monotonic()
+    warm_compiled()
+    print(f"compiled move generator ready (numba cache) in {time.monotonic() - t0:.1f} s")
+    raw = None
+    if not args.host_only:
+        raw = backend_nps(args)
+        print(f"backendbench nps at batch {args.bench_batch}: {raw:,.0f}")
+        for opts in (args.configs if args.configs is not None else [args.backend_opts]):
+            steady, overall, records = analyse_nps(args, pgn, os.path.join(work, "out.jsonl"), opts)
+            print(f"analyse -o '{opts}': {records} records; {steady:,.0f} positions/s after the first write, "
+                  f"{overall:,.0f} from the start; ratio to backendbench {steady / raw:.3f} (steady), "
+                  f"{overall / raw:.3f} (from the start)")
+    if args.host or args.host_only:
+        steady, overall, records = host_rate(args, pgn, os.path.join(work, "host.jsonl"))
+        ratio = f"; {steady / raw:.2f}x backendbench" if raw else ""
+        print(f"host pipeline (replay stand-in backend): {records} records; {steady:,.0f} positions/s steady, "
+              f"{overall:,.0f} from the start{ratio}")
     return 0
 
 

@@ -7,7 +7,9 @@ through the public API (`lc0_rocm.api.open_backend`) and, in search mode, runs t
 - `reader`: inputs (PGN, EPD, FEN lists, stdin) → games, split into units of work; `Selection`
   (plies, side, every N); parsing a game (in a worker) and reporting a bad one.
 - `records`: the record schema (one record per position before a played move), expected scores,
-  judgements (NAGs) and the centipawn/mate form of a value.
+  judgements (NAGs, thresholds by name) and the centipawn/mate form of a value.
+- `accuracy`: lichess's win%, move accuracy and game accuracy formulas.
+- `summary`: one game's summary (players, plies, accuracy, average loss, ?!/?/?? per side).
 - `work`: what a worker does to a unit: parse, select and encode its positions (`prepare`), and turn
   network outputs into records (`raw_records`).
 - `formats`: one game's records → its JSONL lines, CSV rows and annotated PGN text.

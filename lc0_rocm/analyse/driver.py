@@ -13,21 +13,21 @@ import time
 
 from .pipeline import RunConfig, run_raw
 from .progress import Progress
-from .reader import input_size
+from .reader import InputError, input_size
 from .work import FinishConfig, WorkConfig
-from .writers import Outputs
+from .writers import SAVE_INTERVAL_S, Outputs
 
 
 def default_workers(backend_name: str) -> int:
     """Worker processes: none on the CPU backend (the network is the bottleneck by far), else one per
-    spare core up to 8."""
+    core but two (the main process's batching and writing threads), up to 32."""
     if backend_name == "cpu":
         return 0
-    return max(0, min(8, (os.cpu_count() or 1) - 2))
+    return max(0, min(32, (os.cpu_count() or 1) - 2))
 
 
 def output_paths(args) -> dict:
-    return {"jsonl": args.jsonl, "csv": args.csv, "pgn": args.pgn_out}
+    return {"jsonl": args.jsonl, "csv": args.csv, "pgn": args.pgn_out, "summary": args.summary}
 
 
 def wanted(paths: dict) -> frozenset:
@@ -49,18 +49,26 @@ def run(args, selection, thresholds, signature: dict) -> int:
 
         return run_on_ray(args, selection, thresholds, signature, progress)
     from ..api import open_backend
+    from .pipeline import make_pool
 
     t0 = time.monotonic()
-    evaluator = open_backend(args.weights, args.backend, args.backend_opts)
+    workers = args.workers if args.workers >= 0 else default_workers(args.backend)
+    pool = make_pool(workers)  # the workers start up while the net loads
+    try:
+        evaluator = open_backend(args.weights, args.backend, args.backend_opts)
+    except BaseException:
+        if pool is not None:
+            pool.terminate()
+        raise
     try:
         outputs = open_outputs(paths, mode, signature, args.resume, progress)
         page = html_collector(args, outputs.after_game)
         work = WorkConfig(mode, selection, evaluator.net.input_format, args.top)
         fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot,
                            keep_records=page is not None)
-        workers = args.workers if args.workers >= 0 else default_workers(evaluator.backend_name)
+        # search mode takes seconds a game: each game is written and checkpointed as soon as it is done
         cfg = RunConfig(list(args.inputs), args.format, work, fin, args.batch_size, workers,
-                        outputs.after_game, args.max_games)
+                        outputs.after_game, args.max_games, games_per_unit=16 if mode == "raw" else 1, pool=pool)
 
         def sink(unit, outs):
             outputs.write(unit, outs)
@@ -83,7 +91,10 @@ def run(args, selection, thresholds, signature: dict) -> int:
             return 130
     finally:
         evaluator.close()
+        if pool is not None:
+            pool.terminate()
     dt = time.monotonic() - t0
+    check_read(progress, outputs, args.inputs)
     summary(progress, dt, f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}")
     return 0
 
@@ -94,20 +105,30 @@ def html_collector(args, after_game: int):
     if not args.html:
         return None
     from .html_report import Collector
+    from .summary import game_summary
 
-    page = Collector(args.html, summarise=None)
+    page = Collector(args.html, summarise=game_summary)
     if after_game:
         page.add_written(args.jsonl, list(args.inputs), args.format, after_game)
     return page
 
 
 def open_outputs(paths: dict, mode: str, signature: dict, resume: bool, progress) -> Outputs:
-    """The run's `Outputs`, counting games on the progress line (the local run and the Ray run share this)."""
+    """The run's `Outputs`, counting games on the progress line (the local run and the Ray run share
+    this); search mode saves the resume sidecar after every game."""
     outputs = Outputs(paths, mode, signature, resume, note=progress.note,
-                      on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)))
+                      on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)),
+                      save_interval=0.0 if mode == "search" else SAVE_INTERVAL_S)
     if outputs.after_game:
         progress.note(f"lc0-rocm: resuming after game {outputs.after_game}")
     return outputs
+
+
+def check_read(progress, outputs, inputs) -> None:
+    """InputError when the inputs held no game or position at all (an empty or non-chess file)."""
+    if progress.games == 0 and not outputs.after_game:
+        names = ", ".join("stdin" if i == "-" else i for i in inputs)
+        raise InputError(f"no game or position found in {names}")
 
 
 def summary(progress, seconds: float, how: str) -> None:

@@ -5,8 +5,10 @@ joined with spaces, the policy as `uci:p` pairs), a header row written once by t
 Annotated PGN: the input game's tags (plus `Annotator`) and moves; after each move a comment
 `[%eval E] [%wdl W D L]` (E: White's view in pawns from lc0's centipawn formula, or `#N`; W D L:
 White's win/draw/loss per mille) with the value of the position after it, and the judgement of the
-move as a NAG (`?!` 6, `?` 2, `??` 4) with a short text naming the best move. Chess GUIs and
-lichess read these comments. FEN/EPD inputs have no moves: they get no PGN.
+move as a NAG (`?!` 6, `?` 2, `??` 4) with a short text naming the best move; the game's summary
+(`summary.game_summary`: accuracy, average loss, judgement counts per side) in tags. Chess GUIs and
+lichess read these comments. FEN/EPD inputs have no moves: they get no PGN. Every game gets its
+summary dict (`GameOutput.summary`), which the writer puts in `--summary FILE`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import records as rec
+from .summary import PGN_TAGS, game_summary
 
 _WORDS = {"?!": "Inaccuracy", "?": "Mistake", "??": "Blunder"}
 
@@ -34,6 +37,8 @@ class GameOutput:
     jsonl: str = ""
     csv: str = ""
     pgn: str = ""
+    summary: Optional[dict] = None  # `summary.game_summary` of the game (None: a skipped game)
+    headers: dict = field(default_factory=dict)  # the game's PGN tags
     records: list = field(default_factory=list)  # kept only when asked (tests, Ray merge)
 
 
@@ -80,8 +85,9 @@ def white_view(record: dict) -> tuple:
     return -q, (wdl[::-1] if wdl else None), (-mate if mate is not None else None)
 
 
-def pgn_text(task, records: list, annotator: str) -> str:
-    """The annotated PGN of a game (task: work.GameTask), "" for a FEN/EPD line."""
+def pgn_text(task, records: list, annotator: str, summary: Optional[dict] = None) -> str:
+    """The annotated PGN of a game (task: work.GameTask), "" for a FEN/EPD line; the summary's
+    per-side accuracy, average loss and judgement counts go into tags (`summary.PGN_TAGS`)."""
     import chess
     import chess.pgn
 
@@ -92,6 +98,9 @@ def pgn_text(task, records: list, annotator: str) -> str:
     for k, v in task.headers:
         game.headers[k] = v
     game.headers["Annotator"] = annotator
+    for key, tag in PGN_TAGS.items():
+        if summary is not None and summary.get(key) is not None:
+            game.headers[tag] = str(summary[key])
     board = chess.Board(task.start_fen) if task.start_fen else chess.Board()
     board.chess960 = task.chess960
     if task.start_fen:
@@ -129,12 +138,14 @@ def game_output(task, records: list, mode: str, want: set, annotator: str = "lc0
     out = GameOutput(task.number, task.source, task.line, task.error, len(records))
     if task.error is not None:
         return out
+    out.headers = dict(task.headers)
+    out.summary = game_summary(records, out.headers, task.number, len(task.moves))
     if "jsonl" in want:
         out.jsonl = jsonl_text(records, mode)
     if "csv" in want:
         out.csv = csv_text(records, mode)
     if "pgn" in want:
-        out.pgn = pgn_text(task, records, annotator)
+        out.pgn = pgn_text(task, records, annotator, out.summary)
     if keep_records:
         out.records = [public(r, mode) for r in records]
     return out

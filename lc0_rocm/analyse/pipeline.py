@@ -50,6 +50,7 @@ class RunConfig:
     max_games: Optional[int] = None
     games_per_unit: int = 16
     units: Optional[Iterable] = None  # units to analyse instead of reading `inputs` (Ray actors)
+    pool: object = None  # worker processes already started (`make_pool`), else started here
 
 
 def default_batch_size(backend) -> int:
@@ -85,21 +86,34 @@ class _Later:
 
 
 # worker-process side ---------------------------------------------------------------------------
-_W: dict = {}
 
 
-def _init_worker(work_cfg: WorkConfig, finish_cfg: FinishConfig) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    _W["work"], _W["finish"] = work_cfg, finish_cfg
+def _init_worker() -> None:
+    """A worker's start: Ctrl-C is the main process's to handle; the encoder, the policy tables and
+    the record code are imported and run once on a short game (loading compiled code from numba's
+    cache), while the main process loads the net."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from .reader import RawGame, Selection
+
+    warm = prepare(RawGame(0, "", 1, "pgn", "1. e4 e5 *\n"), WorkConfig("raw", Selection(), 1, 5))
+    out = RowOutputs(np.zeros(warm.n_rows, np.float32), None, None, np.zeros(len(warm.gather_col), np.float32))
+    finish(warm, out, FinishConfig())
 
 
-def prepare_unit(unit, cfg: Optional[WorkConfig] = None):
-    cfg = cfg or _W["work"]
+def make_pool(workers: int):
+    """`workers` worker processes (None for 0), started at once: their start-up overlaps whatever
+    the caller does next (loading the net)."""
+    if workers <= 0:
+        return None
+    ctx = multiprocessing.get_context("spawn")  # never fork a process that holds a GPU
+    return ctx.Pool(workers, initializer=_init_worker)
+
+
+def prepare_unit(unit, cfg: WorkConfig):
     return [prepare(g, cfg) for g in unit.games]
 
 
-def finish_unit(tasks, outs, cfg: Optional[FinishConfig] = None):
-    cfg = cfg or _W["finish"]
+def finish_unit(tasks, outs, cfg: FinishConfig):
     return [finish(t, o, cfg) for t, o in zip(tasks, outs)]
 
 
@@ -114,11 +128,9 @@ class Stages:
         self.sink = sink
         self.stop = threading.Event()
         self.error: Optional[BaseException] = None
-        self.pool = None
-        if cfg.workers > 0:
-            ctx = multiprocessing.get_context("spawn")  # never fork a process that holds a GPU
-            self.pool = ctx.Pool(cfg.workers, initializer=_init_worker, initargs=(cfg.work, cfg.finish))
-        depth = depth or max(4, 2 * cfg.workers + 2)
+        self.pool = cfg.pool if cfg.pool is not None else make_pool(cfg.workers)
+        workers = cfg.workers if self.pool is not None else 0
+        depth = depth or max(4, 2 * workers + 2)
         self.prepared: queue.Queue = queue.Queue(maxsize=depth)
         self.finished: queue.Queue = queue.Queue(maxsize=depth)
         self._reader = threading.Thread(target=self._read, name="analyse-reader", daemon=True)
@@ -142,7 +154,7 @@ class Stages:
                 cfg.inputs, cfg.fmt, cfg.games_per_unit, after_game=cfg.after_game, max_games=cfg.max_games)
             for unit in units:
                 if self.pool is not None:
-                    item = self.pool.apply_async(prepare_unit, (unit,))
+                    item = self.pool.apply_async(prepare_unit, (unit, cfg.work))
                 else:
                     item = _Ready(prepare_unit(unit, cfg.work))
                 if not self._put(self.prepared, (unit, item)):
@@ -191,7 +203,7 @@ class Stages:
     def finish(self, unit, tasks, outs) -> None:
         """Hand a unit whose outputs are complete to the writer (formatted in a worker if any)."""
         if self.pool is not None:
-            item = self.pool.apply_async(finish_unit, (tasks, outs))
+            item = self.pool.apply_async(finish_unit, (tasks, outs, self.cfg.finish))
         else:
             item = _Later(finish_unit, tasks, outs, self.cfg.finish)
         self._put(self.finished, (unit, item))
@@ -230,7 +242,8 @@ class _Open:
             self.remaining += n
             self.outs.append(RowOutputs(
                 q=np.zeros(n, np.float32), wdl=np.zeros((n, 3), np.float32) if net_has_wdl else None,
-                mlh=np.zeros(n, np.float32) if net_has_mlh else None, logits=[None] * len(t.plies)))
+                mlh=np.zeros(n, np.float32) if net_has_mlh else None,
+                logits=np.zeros(0 if t.gather_col is None else len(t.gather_col), np.float32)))
 
 
 def run_raw(evaluator, cfg: RunConfig, sink: Callable, on_batch: Optional[Callable[[int], None]] = None) -> None:
@@ -248,41 +261,49 @@ def run_raw(evaluator, cfg: RunConfig, sink: Callable, on_batch: Optional[Callab
     inflight: deque = deque()  # (handle, pieces)
 
     def submit(take: int) -> None:
+        """Send the next `take` buffered rows as one batch, with the batch's legal-move gather (the
+        policy entries every record needs, one fancy index for the whole batch at `collect`)."""
         nonlocal buffered
-        parts, batch_pieces, left = [], [], take
+        parts, batch_pieces, left, off = [], [], take, 0
+        g_rows, g_cols = [], []
         while left:
             o, ti, r0, n = pieces[0]
             k = min(n, left)
-            planes = o.tasks[ti].planes
-            parts.append(planes.rows(r0, r0 + k))
-            batch_pieces.append((o, ti, r0, k))
+            task = o.tasks[ti]
+            parts.append(task.planes.rows(r0, r0 + k))
+            e0, e1 = np.searchsorted(task.gather_row, (r0, r0 + k))  # entries of rows r0..r0+k-1
+            g_rows.append(task.gather_row[e0:e1] + (off - r0))
+            g_cols.append(task.gather_col[e0:e1])
+            batch_pieces.append((o, ti, r0, k, off, int(e0), int(e1)))
             if k == n:
                 pieces.pop(0)
+                task.planes = None  # every row is in a batch: the finishing worker does not need them
             else:
                 pieces[0] = (o, ti, r0 + k, n - k)
             left -= k
+            off += k
         buffered -= take
         planes = parts[0] if len(parts) == 1 else PackedPlanes.concat(parts)
-        inflight.append((backend.submit(planes), batch_pieces))
+        gather = (np.concatenate(g_rows), np.concatenate(g_cols))
+        inflight.append((backend.submit(planes), batch_pieces, gather))
         if on_batch is not None:
             on_batch(take)
 
     def collect() -> None:
-        handle, batch_pieces = inflight.popleft()
+        handle, batch_pieces, (g_rows, g_cols) = inflight.popleft()
         out = backend.collect(handle)
-        off = 0
-        for o, ti, r0, k in batch_pieces:
-            task, dst = o.tasks[ti], o.outs[ti]
+        logits = np.asarray(out.policy[g_rows, g_cols], dtype=np.float32)
+        at = 0
+        for o, ti, r0, k, off, e0, e1 in batch_pieces:
+            dst = o.outs[ti]
             dst.q[r0:r0 + k] = out.q[off:off + k]
             if dst.wdl is not None:
                 dst.wdl[r0:r0 + k] = out.wdl[off:off + k]
             if dst.mlh is not None and out.mlh is not None:
                 dst.mlh[r0:r0 + k] = out.mlh[off:off + k]
-            for i, row in enumerate(task.rec_row):
-                if r0 <= row < r0 + k:
-                    dst.logits[i] = out.policy[off + row - r0, task.legal_idx[i]].astype(np.float32)
+            dst.logits[e0:e1] = logits[at:at + e1 - e0]
+            at += e1 - e0
             o.remaining -= k
-            off += k
         hand_over()
 
     def hand_over() -> None:
@@ -312,7 +333,7 @@ def run_raw(evaluator, cfg: RunConfig, sink: Callable, on_batch: Optional[Callab
             hand_over()
         ok = True
     finally:
-        for handle, _ in inflight:
+        for handle, *_ in inflight:
             try:
                 backend.collect(handle)
             except Exception:  # noqa: BLE001 - already failing or interrupted

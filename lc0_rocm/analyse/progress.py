@@ -12,6 +12,8 @@ import threading
 import time
 from typing import Optional, TextIO
 
+STEADY_AFTER_S = 1.0  # seconds of output before the rate leaves out the start-up
+
 
 def _clock(seconds: float) -> str:
     s = int(seconds)
@@ -37,17 +39,21 @@ class Progress:
         self._lock = threading.Lock()
 
     def rate(self) -> float:
-        if self._first is None:
-            return 0.0
-        dt = time.monotonic() - self._first
-        return (self.positions - self._first_positions) / dt if dt > 0 else 0.0
+        """Positions per second: over the run so far until a second of output has been seen, then
+        from the first output on (net load and first compile excluded). The first output's own
+        positions are not counted in the second rate: they were computed before its clock began."""
+        now = time.monotonic()
+        if self._first is None or now - self._first < STEADY_AFTER_S:
+            dt = now - self.start
+            return self.positions / dt if dt > 0 else 0.0
+        return (self.positions - self._first_positions) / (now - self._first)
 
     def update(self, positions: int = 0, games: int = 0, done_bytes: Optional[int] = None, skipped: int = 0) -> None:
         with self._lock:
+            self.positions += positions
             if self._first is None:
                 self._first = time.monotonic()
                 self._first_positions = self.positions
-            self.positions += positions
             self.games += games
             self.skipped += skipped
             if done_bytes is not None:

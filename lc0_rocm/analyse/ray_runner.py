@@ -4,8 +4,8 @@ The driver reads the input into units of games (as the local run does) and makes
 a window of units at a time (memory stays bounded at any input size). `map_batches` runs them through
 a pool of `AnalyseActor`s, one per GPU (`num_gpus=1`) or, on the CPU backend, one per CPU given
 (`num_cpus=1`); each actor opens the net and backend once (`lc0_rocm.api.open_backend`) and runs
-the local pipeline (`pipeline.run_raw`, or `search_mode` with `--nodes`) on its units, returning
-each unit's finished games (a shard). Shards come back in any order; the driver writes them through
+the local pipeline (`pipeline.run_raw`, or `search_mode` with `--nodes`) on UNITS_PER_CALL units at
+a time (batches fill across them), returning each unit's finished games (a shard). Shards come back in any order; the driver writes them through
 the same `writers.Outputs` strictly in game order (so `--resume` works the same), with plots drawn by
 the actors (`--plot DIR` must be a folder every node can write: shared storage on a real cluster).
 
@@ -22,6 +22,7 @@ import time
 from typing import Optional
 
 WINDOW_UNITS = 256  # units per Dataset execution
+UNITS_PER_CALL = 8  # units an actor analyses in one pipeline run (full batches across them)
 
 
 class AnalyseActor:
@@ -41,13 +42,14 @@ class AnalyseActor:
 
             self.searcher = GameSearcher(self.ev, nodes)
 
-    def analyse(self, unit) -> list:
-        """The unit's GameOutputs, in order."""
+    def analyse(self, units: list) -> list:
+        """[(unit, its GameOutputs)] in order: the units go through the local pipeline together, so
+        batches fill across them."""
         from .pipeline import RunConfig, run_raw
 
         done: list = []
-        cfg = RunConfig(inputs=[], work=self.work, finish=self.finish, units=[unit])
-        sink = lambda u, outs: done.extend(outs)  # noqa: E731
+        cfg = RunConfig(inputs=[], work=self.work, finish=self.finish, units=units)
+        sink = lambda u, outs: done.append((u, outs))  # noqa: E731
         if self.searcher is None:
             run_raw(self.ev, cfg, sink)
         else:
@@ -59,10 +61,8 @@ class AnalyseActor:
     def __call__(self, batch: dict) -> dict:
         import numpy as np
 
-        results = []
-        for blob in batch["unit"]:
-            unit = pickle.loads(blob)
-            results.append(pickle.dumps((unit, self.analyse(unit))))
+        units = [pickle.loads(blob) for blob in batch["unit"]]
+        results = [pickle.dumps(pair) for pair in self.analyse(units)]
         return {"result": np.array(results, dtype=object)}
 
 
@@ -104,7 +104,7 @@ def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
         from ..errors import Lc0RocmError
 
         raise Lc0RocmError("--ray needs Ray Data: pip install 'lc0-rocm[ray]'") from None
-    from .driver import annotator, open_outputs, output_paths, summary, wanted, write_all
+    from .driver import annotator, check_read, open_outputs, output_paths, summary, wanted, write_all
     from .reader import read_units
     from .work import FinishConfig
 
@@ -141,6 +141,7 @@ def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
     finally:
         if args.ray == "local":
             ray.shutdown()
+    check_read(progress, outputs, args.inputs)
     summary(progress, time.monotonic() - t0, f"on Ray ({n_actors} actors)")
     return 0
 
@@ -162,7 +163,7 @@ def _check_backend_args(args) -> None:
 def _run_window(ray, window: list, kwargs: dict, n_actors: int, resources: dict, outputs, progress) -> None:
     """One Dataset over a window of units; shards written in game order as they become contiguous."""
     ds = ray.data.from_items([{"unit": pickle.dumps(u)} for u in window], override_num_blocks=len(window))
-    ds = ds.map_batches(AnalyseActor, fn_constructor_kwargs=kwargs, batch_size=1, concurrency=n_actors,
+    ds = ds.map_batches(AnalyseActor, fn_constructor_kwargs=kwargs, batch_size=UNITS_PER_CALL, concurrency=n_actors,
                         batch_format="numpy", **resources)
     order = [u.first for u in window]
     pending: dict = {}

@@ -74,6 +74,7 @@ class RawGame:
     line: int  # its first line in `source`
     kind: str  # "pgn" or "fen" (FEN and EPD lines)
     text: str
+    error: Optional[tuple] = None  # (line, message): the reader already knows the game is bad
 
 
 @dataclass
@@ -102,8 +103,12 @@ def input_size(inputs: Iterable[str]) -> Optional[int]:
     return total
 
 
+_BINARY = {b"\x1f\x8b": "gzip data (a net? nets go after --weights)", b"PK\x03\x04": "a zip archive",
+           b"\x89PNG": "a PNG image", b"\x7fELF": "a program"}
+
+
 def check_inputs(inputs: Iterable[str]) -> None:
-    """InputError for an input that is not a readable file (before any net is loaded)."""
+    """InputError for an input that is not a readable text file (before any net is loaded)."""
     for path in inputs:
         if path == "-":
             continue
@@ -113,12 +118,36 @@ def check_inputs(inputs: Iterable[str]) -> None:
             raise InputError(f"input is a directory: {path}")
         if not os.access(path, os.R_OK):
             raise InputError(f"cannot read input file: {path}")
+        with open(path, "rb") as f:
+            head = f.read(4096)
+        what = binary_kind(head)
+        if what:
+            raise InputError(f"{path} is not PGN, EPD or FEN text: {what}")
+
+
+def binary_kind(head: bytes) -> Optional[str]:
+    """What the first bytes of a file say it is when it is not text (None: text). A file is binary
+    when it starts with a known signature, or when over a tenth of its first 4 KB are control bytes
+    (NUL and the like, not tabs or line ends) or bytes that are not UTF-8; text damaged here and
+    there still passes, and its games are read (a bad one is reported and skipped)."""
+    for magic, what in _BINARY.items():
+        if head.startswith(magic):
+            return what
+    if not head:
+        return None
+    text = head.decode("utf-8", errors="replace")
+    bad = sum(1 for c in text if c == "\ufffd" or (ord(c) < 32 and c not in "\t\n\r\f"))
+    return "binary data" if bad > len(text) / 10 else None
 
 
 def _open(path: str):
     if path == "-":
         stdin = sys.stdin
         if hasattr(stdin, "buffer"):
+            peek = getattr(stdin.buffer, "peek", None)
+            what = binary_kind(peek(4096)[:4096]) if peek is not None else None
+            if what:
+                raise InputError(f"stdin is not PGN, EPD or FEN text: {what}")
             return io.TextIOWrapper(stdin.buffer, encoding="utf-8-sig", errors="replace")
         return stdin
     return open(path, encoding="utf-8-sig", errors="replace", newline=None)
@@ -150,10 +179,10 @@ def read_games(inputs: Iterable[str], fmt: str = "auto") -> Iterator[tuple[RawGa
                 kind = _sniff(head[-1][1]) if head else "fen"
                 lines = _chain(head, lines)
             split = _split_pgn if kind == "pgn" else _split_fen
-            for line_no, text, size in split(lines):
+            for line_no, text, size, error in split(lines):
                 number += 1
                 done += size
-                yield RawGame(number, name, line_no, "pgn" if kind == "pgn" else "fen", text), done
+                yield RawGame(number, name, line_no, "pgn" if kind == "pgn" else "fen", text, error), done
 
 
 def read_units(inputs: Iterable[str], fmt: str = "auto", games_per_unit: int = 16, max_positions: int = 4096,
@@ -187,29 +216,40 @@ def _chain(head, rest):
     yield from rest
 
 
-def _split_fen(lines) -> Iterator[tuple[int, str, int]]:
+def _split_fen(lines) -> Iterator[tuple[int, str, int, None]]:
     for n, line in lines:
         s = line.strip()
         if s and not s.startswith("#"):
-            yield n, s, len(line)
+            yield n, s, len(line), None
 
 
-def _split_pgn(lines) -> Iterator[tuple[int, str, int]]:
-    """(first line, text, characters) of each game: a new game starts at a tag line that follows
-    movetext, outside a brace comment."""
+_TAG_LINE = re.compile(r'\[[A-Za-z][A-Za-z0-9_+#=:-]*\s+"')  # how a tag pair starts: [Name "
+
+
+def _split_pgn(lines) -> Iterator[tuple[int, str, int, Optional[tuple]]]:
+    """(first line, text, characters, error) of each game. A new game starts at a tag line (`[Name "`)
+    that follows movetext, or at an `[Event` tag when the game already has one (a game without
+    moves). Inside a `{` comment a tag line ends the comment: it was never closed, and the game that
+    opened it is given an error (line, message) instead of swallowing the games after it; so is a
+    comment still open at the end of the input."""
     buf: list[str] = []
-    start = 0
-    size = 0
-    seen_moves = False
-    depth = 0  # open `{` comments in the movetext
+    start = size = 0
+    seen_moves = has_event = False
+    depth = 0  # open `{` comment in the movetext
+    opened = 0  # the line of that `{`
+    error = None
     for n, line in lines:
         s = line.lstrip()
         if s.startswith("%"):  # PGN escape line
             size += len(line)
             continue
-        if depth == 0 and s.startswith("[") and seen_moves:
-            yield start, "".join(buf), size
-            buf, size, seen_moves = [], 0, False
+        tag = _TAG_LINE.match(s) is not None
+        if tag and depth:
+            error = (opened, f"the {{ comment opened on line {opened} is never closed (a tag line follows on line {n})")
+            depth = 0
+        if tag and buf and (seen_moves or error or (has_event and s.startswith("[Event"))):
+            yield start, "".join(buf), size, error
+            buf, size, seen_moves, has_event, error = [], 0, False, False, None
         if not buf:
             if not s.strip():
                 size += len(line)
@@ -217,12 +257,18 @@ def _split_pgn(lines) -> Iterator[tuple[int, str, int]]:
             start = n
         buf.append(line)
         size += len(line)
-        if depth or not s.startswith("["):
-            if s.strip():
-                seen_moves = True
+        if tag or (s.startswith("[") and not seen_moves):  # tags, or a damaged line among them
+            has_event = has_event or (tag and s.startswith("[Event"))
+        elif s.strip():
+            seen_moves = True
+            was = depth
             depth = _brace_depth(line, depth)
+            if depth and not was:
+                opened = n
     if buf and any(x.strip() for x in buf):
-        yield start, "".join(buf), size
+        if depth and error is None:
+            error = (opened, f"the {{ comment opened on line {opened} is never closed")
+        yield start, "".join(buf), size, error
 
 
 def _brace_depth(line: str, depth: int) -> int:

@@ -19,6 +19,8 @@ lists joined with spaces, the policy as `move:p` pairs):
     loss          float   max(0, best_score - played_score) (null: unknown)
     nag           str     "?!", "?" or "??" by the loss thresholds (null: none)
     blunder       bool    loss >= the blunder threshold
+    accuracy      float   the mover's move accuracy, 0-100, lichess's formula (`accuracy`) on the win%
+                          of best_score and played_score (null: unknown)
   raw mode (`--nodes` not given) adds:
     policy        {uci: p} the top `--top` moves (all with --top 0), high to low, as `eval --json`
     mlh           float   moves left (null without a moves-left head)
@@ -33,8 +35,13 @@ lists joined with spaces, the policy as `move:p` pairs):
 Expected score = (1 + Q) / 2 = W + D / 2. Raw mode: `best_score` is the position's own value and
 `played_score` that of the position after the move (the pipeline evaluates it, or the game's result
 when the move ends the game); search mode takes both from the search's root children (a played move
-the search never visited: the net's value of the position after it). The judgement thresholds (like
-lichess's, on expected score): loss ≥ 0.05 inaccuracy `?!`, ≥ 0.10 mistake `?`, ≥ 0.20 blunder `??`.
+the search never visited: the net's value of the position after it). The judgement thresholds
+(`THRESHOLDS`): lichess's by default, loss ≥ 0.05 inaccuracy `?!`, ≥ 0.10 mistake `?`, ≥ 0.15
+blunder `??` (lila `modules/tree/src/main/Advice.scala` judges a drop of its winning chances, in
+[-1, 1], of 0.1, 0.2 and 0.3: half of that in expected score); `chesscom` has the blunder at 0.20.
+lichess's win% is its model of the expected score of a Stockfish evaluation; the net gives the
+expected score itself, so a position's win% here is 100 × its expected score (`score_win_percent`),
+and lichess's judgement thresholds and accuracy formula apply to the same number as `loss`.
 """
 
 from __future__ import annotations
@@ -43,9 +50,11 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+from .accuracy import move_accuracy
+
 # keys in schema order; MODE_KEYS extend COMMON_KEYS
 COMMON_KEYS = ("game", "ply", "fen", "turn", "played", "played_san", "best", "q", "wdl", "white_score",
-               "best_score", "played_score", "loss", "nag", "blunder")
+               "best_score", "played_score", "loss", "nag", "blunder", "accuracy")
 RAW_KEYS = ("policy", "mlh", "played_p", "played_rank")
 SEARCH_KEYS = ("nodes", "pv", "cp", "mate")
 
@@ -58,7 +67,7 @@ class Thresholds:
 
     inaccuracy: float = 0.05
     mistake: float = 0.10
-    blunder: float = 0.20
+    blunder: float = 0.15
 
     def nag(self, loss: Optional[float]) -> Optional[str]:
         if loss is None:
@@ -72,6 +81,9 @@ class Thresholds:
         return None
 
 
+THRESHOLDS = {"lichess": Thresholds(0.05, 0.10, 0.15), "chesscom": Thresholds(0.05, 0.10, 0.20)}
+
+
 def keys(mode: str) -> tuple:
     """All keys of a record of `mode` ("raw" or "search"), in order."""
     return COMMON_KEYS + (RAW_KEYS if mode == "raw" else SEARCH_KEYS)
@@ -83,12 +95,18 @@ def expected_score(q: float) -> float:
 
 
 def judge(record: dict, thresholds: Thresholds) -> None:
-    """Fill `loss`, `nag` and `blunder` from `best_score` and `played_score`."""
+    """Fill `loss`, `nag`, `blunder` and `accuracy` from `best_score` and `played_score`."""
     best, played = record.get("best_score"), record.get("played_score")
     loss = None if best is None or played is None else max(0.0, float(best) - float(played))
     record["loss"] = loss
     record["nag"] = thresholds.nag(loss)
     record["blunder"] = loss is not None and loss >= thresholds.blunder
+    record["accuracy"] = None if loss is None else move_accuracy(score_win_percent(best), score_win_percent(played))
+
+
+def score_win_percent(score: float) -> float:
+    """The win% (0-100) of an expected score, as lichess's accuracy formula takes it."""
+    return 100.0 * float(score)
 
 
 def centipawns(q: float) -> int:

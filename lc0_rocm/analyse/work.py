@@ -67,25 +67,26 @@ class GameTask:
     final_score: Optional[float] = None  # expected score of the last mover when the game's end is decided
     # raw mode: rows to evaluate, in order; records read rows rec_row[i] (and after_row[i]: the position
     # after their move, -1 when there is none or the game ended there)
-    planes: object = None  # PackedPlanes of the rows
+    planes: object = None  # PackedPlanes of the rows (dropped once they are in batches)
+    n_rows: int = 0
     rec_row: list = field(default_factory=list)
     after_row: list = field(default_factory=list)
-    legal_codes: list = field(default_factory=list)  # per record: int32 move codes of the legal moves
-    legal_idx: list = field(default_factory=list)  # per record: int32 policy indices (row's transform)
-
-    @property
-    def n_rows(self) -> int:
-        return 0 if self.planes is None else len(self.planes)
+    # the legal moves of all records, flat: record i's are entries rec_start[i]:rec_start[i + 1]
+    rec_start: object = None  # int32 [records + 1]
+    codes: object = None  # int32 move codes
+    gather_row: object = None  # int32: the row whose policy holds the entry (its record's row)
+    gather_col: object = None  # int32: its policy index (the row's transform)
 
 
 @dataclass
 class RowOutputs:
-    """The backend's outputs for one game's rows: q/wdl/mlh per row, legal logits per record."""
+    """The backend's outputs for one game's rows: q/wdl/mlh per row, and the legal moves' logits of
+    all records, flat (the task's `rec_start` order)."""
 
     q: np.ndarray
     wdl: Optional[np.ndarray]
     mlh: Optional[np.ndarray]
-    logits: list  # per record: float32 logits of its legal moves (legal_idx order)
+    logits: np.ndarray  # float32, one per legal-move entry of the task
 
 
 # ------------------------------------------------------------------------------------------------
@@ -93,31 +94,81 @@ class RowOutputs:
 
 
 def parse_game(raw: RawGame):
-    """(board at the start, [chess.Move], headers, error or None) of a RawGame."""
+    """(board at the start, [chess.Move], headers, error or None) of a RawGame.
+
+    PGN goes through python-chess's reader (blank lines dropped: the reader already found where
+    the game ends) with `_Mainline` as its visitor: the main line's moves only (variations are skipped unread) and nothing after the first error, which makes the game
+    a bad one (reported and skipped). Any other exception of the reader on damaged text is that
+    game's error too: one game never stops a run."""
     if raw.kind == "fen":
         return _parse_fen_line(raw.text)
-    game = chess.pgn.read_game(io.StringIO(raw.text), Visitor=_QuietBuilder)
+    if raw.error is not None:
+        return None, [], [], raw.error
+    text = "".join(x for x in raw.text.splitlines(True) if x.strip())  # python-chess ends a game at a blank line
+    try:
+        game = chess.pgn.read_game(io.StringIO(text), Visitor=_Mainline)
+    except Exception as e:  # noqa: BLE001 - python-chess's reader on damaged text
+        return None, [], [], f"unreadable PGN ({type(e).__name__} in python-chess's reader: {one_line(e)})"
     if game is None:
         return None, [], [], "no game found"
     headers = list(game.headers.items())
     if game.errors:
         return None, [], headers, _describe_error(game.errors[0], raw)
-    if game.variations == [] and not raw.text.lstrip().startswith("["):  # python-chess skips what it cannot read
+    if not game.moves and not raw.text.lstrip().startswith("["):  # python-chess skips what it cannot read
         return None, [], headers, "no PGN tags or moves found"
-    board = game.board()
+    board = game.board
+    if board is None:
+        return None, [], headers, "no start position"
     if type(board) is not chess.Board:
         return None, [], headers, f"variant {game.headers.get('Variant', '?')!r} is not supported"
     status = board.status()
     if status != chess.STATUS_VALID:
         return None, [], headers, f"illegal start position {board.fen()!r}"
-    return board, list(game.mainline_moves()), headers, None
+    return board, game.moves, headers, None
 
 
-class _QuietBuilder(chess.pgn.GameBuilder):
-    """python-chess's game builder, keeping errors in `game.errors` without logging them."""
+@dataclass
+class _Parsed:
+    headers: object
+    board: Optional[chess.Board] = None
+    moves: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+
+
+class _Mainline(chess.pgn.BaseVisitor):
+    """python-chess visitor that keeps the tags, the start board and the main line's moves; it skips
+    variations unread and ignores everything after the first error (python-chess's reader goes on
+    after an illegal move, and its `GameBuilder` can then pop the main line off its stack on a
+    stray `)` and fail with an IndexError on the next comment)."""
+
+    def begin_game(self):
+        self.game = _Parsed(chess.pgn.Headers({}))
+
+    def begin_headers(self):
+        return self.game.headers
+
+    def visit_header(self, tagname: str, tagvalue: str) -> None:
+        self.game.headers[tagname] = tagvalue
+
+    def visit_board(self, board: chess.Board) -> None:
+        if self.game.board is None:
+            self.game.board = board.copy(stack=False)
+
+    def begin_variation(self):
+        return chess.pgn.SKIP
+
+    def begin_parse_san(self, board: chess.Board, san: str):
+        return chess.pgn.SKIP if self.game.errors else None
+
+    def visit_move(self, board: chess.Board, move: chess.Move) -> None:
+        if not self.game.errors:
+            self.game.moves.append(move)
 
     def handle_error(self, error: Exception) -> None:
         self.game.errors.append(error)
+
+    def result(self) -> _Parsed:
+        return self.game
 
 
 def _parse_fen_line(text: str):
@@ -214,17 +265,44 @@ def prepare(raw: RawGame, cfg: WorkConfig) -> GameTask:
     if not raw_mode:
         return task
     from ..encoding.planes import encode_positions
-    from ..encoding.policy_map import legal_move_indices
 
     task.planes = encode_positions(histories, cfg.input_format)
+    task.n_rows = len(task.planes)
+    codes, cols, starts, rows = [], [], [0], []
     for p in plies:
         row = row_of[p]
         task.rec_row.append(row)
         task.after_row.append(row_of.get(p + 1, -1) if p <= n else -1)
-        legal, idx = legal_move_indices(histories[row].board, int(task.planes.transforms[row]))
-        task.legal_codes.append(np.array([move_code(m) for m in legal], dtype=np.int32))
-        task.legal_idx.append(idx)
+        code, idx = legal_codes(histories[row].last, task.chess960, int(task.planes.transforms[row]))
+        codes.append(code)
+        cols.append(idx)
+        rows.append(np.full(len(idx), row, dtype=np.int32))
+        starts.append(starts[-1] + len(idx))
+    task.rec_start = np.array(starts, dtype=np.int32)
+    task.codes = np.concatenate(codes).astype(np.int32) if codes else np.zeros(0, np.int32)
+    task.gather_col = np.concatenate(cols).astype(np.int32) if cols else np.zeros(0, np.int32)
+    task.gather_row = np.concatenate(rows) if rows else np.zeros(0, np.int32)
     return task
+
+
+_PROMO_OF_SLOT = np.array([0, chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT, 0], dtype=np.int32)
+_MOVES = np.zeros(256, dtype=np.int16)  # legal_moves' output buffer (one per worker process)
+
+
+def legal_codes(pos, chess960: bool, transform: int) -> tuple[np.ndarray, np.ndarray]:
+    """(move codes as `move_code` gives them, policy indices) of the legal moves of a position
+    (`encoding.history.PositionState`), in python-chess's order: the search's compiled move
+    generator (`search.rules.legal_moves`) and its policy-index table (`search.move_codes`)."""
+    from ..search.move_codes import index_tables
+    from ..search.rules import legal_moves
+
+    bbs = np.array(pos.bbs, dtype=np.uint64)
+    black = bool(pos.black_to_move)
+    n, _ = legal_moves(bbs, black, np.uint64(pos.castling), pos.ep_file, chess960, _MOVES)
+    c = _MOVES[:n].astype(np.int32)
+    idx = index_tables((black * 8 + transform,))[black * 8 + transform, c]
+    slot, ft = c >> 12, c & 4095  # ft = from * 64 + to; slot 5 (standard castling) is e1g1 as python-chess has it
+    return (ft >> 6) | ((ft & 63) << 6) | (_PROMO_OF_SLOT[slot] << 12), idx
 
 
 # ------------------------------------------------------------------------------------------------
@@ -242,8 +320,9 @@ def raw_records(task: GameTask, out: RowOutputs, top: int) -> list[dict]:
         row = task.rec_row[i]
         white = task.white[i]
         played = task.moves[ply - 1] if ply <= len(task.moves) else None
-        codes = task.legal_codes[i]
-        probs = softmax_logits(out.logits[i], 1.0, use_fast_exp=False)
+        a, b = task.rec_start[i], task.rec_start[i + 1]
+        codes = task.codes[a:b]
+        probs = softmax_logits(out.logits[a:b], 1.0, use_fast_exp=False)
         policy, best, played_p, played_rank = _policy(codes, probs, played, top)
         q = float(out.q[row])
         wdl = [float(x) for x in out.wdl[row]] if out.wdl is not None else None

@@ -5,8 +5,12 @@ are flushed after it, so a reader of the files (or an interrupted run) only ever
 A sidecar `<first output>.resume.json` records, at most every half second and at the end, the last
 game written and every file's size at that point. `--resume` truncates each file to its recorded
 size and continues after that game: no game is lost or written twice, whatever stopped the run
-(Ctrl-C, a kill, a crash). The sidecar also records the inputs and settings; resuming with other
-ones is refused. Without any file output, JSONL goes to stdout.
+(Ctrl-C, a kill, a crash, a full disk). The sidecar also records the inputs and settings; resuming
+with other ones is refused. Without any file output, JSONL goes to stdout. `--summary FILE` gets one
+row per analysed game (`summary.SUMMARY_KEYS`) as CSV, JSON Lines, or a JSON array (its closing
+bracket is written after the sidecar's sizes, so a resumed run cuts it and appends). A write that fails (no
+space left, a file-size limit) is one `OutputError` line naming the file and the last whole game;
+the sidecar keeps the sizes at that game, so `--resume` continues from there.
 """
 
 from __future__ import annotations
@@ -19,13 +23,32 @@ from typing import Callable, Optional
 
 from ..errors import Lc0RocmError
 from .formats import csv_header
+from .summary import SUMMARY_KEYS
 
-KINDS = ("jsonl", "csv", "pgn")
+KINDS = ("jsonl", "csv", "pgn", "summary")
+SUMMARY_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl"}
 SAVE_INTERVAL_S = 0.5
 
 
 class OutputError(Lc0RocmError):
     """An output cannot be written or a run cannot be resumed."""
+
+
+def summary_format(path: str) -> str:
+    """csv, json or jsonl from the `--summary` file's extension."""
+    fmt = SUMMARY_FORMATS.get(os.path.splitext(path)[1].lower())
+    if fmt is None:
+        raise OutputError(f"--summary {path}: expected a .csv, .json or .jsonl file")
+    return fmt
+
+
+def summary_csv_header() -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(SUMMARY_KEYS)
+    return buf.getvalue()
 
 
 def sidecar_path(paths: dict) -> Optional[str]:
@@ -42,7 +65,7 @@ class Outputs:
 
     def __init__(self, paths: dict, mode: str, signature: dict, resume: bool = False,
                  note: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
-                 on_game: Optional[Callable] = None):
+                 on_game: Optional[Callable] = None, save_interval: float = SAVE_INTERVAL_S):
         self.paths = {k: v for k, v in paths.items() if v}
         if not self.paths:
             self.paths = {"jsonl": "-"}
@@ -50,11 +73,14 @@ class Outputs:
         self.signature = signature
         self.note = note
         self.on_game = on_game
+        self.save_interval = save_interval  # seconds between sidecar saves (0: after every game)
         self.sidecar = sidecar_path(self.paths)
+        self.summary_format = summary_format(self.paths["summary"]) if "summary" in self.paths else None
         self.after_game = 0
         self.last_game = 0
         self.files: dict = {}
-        self.sizes: dict = {}
+        self.sizes: dict = {}  # bytes handed to each file
+        self.whole: dict = {}  # each file's size after the last whole game (what the sidecar records)
         self._saved = 0.0
         if resume and self.sidecar is None:
             raise OutputError("--resume needs a file output (--jsonl, --csv or --pgn-out)")
@@ -79,9 +105,12 @@ class Outputs:
                 self.sizes[kind] = size
                 if kind == "csv" and size == 0:
                     self._write(kind, csv_header(mode))
+                if kind == "summary" and size == 0:
+                    self._write(kind, {"csv": summary_csv_header(), "json": "["}.get(self.summary_format, ""))
         except OSError as e:
             self.close(final=False)
-            raise OutputError(f"cannot write {e.filename}: {e.strerror}") from None
+            raise OutputError(f"cannot write {e.filename or path}: {e.strerror or e}") from None
+        self.whole = dict(self.sizes)
         if state is not None:
             self.after_game = self.last_game = int(state["game"])
         self._save()
@@ -111,8 +140,23 @@ class Outputs:
 
     def _write(self, kind: str, text: str) -> None:
         data = text.encode("utf-8")
-        self.files[kind].write(data)
+        try:
+            self.files[kind].write(data)
+        except OSError as e:
+            raise self._failed(kind, e) from None
         self.sizes[kind] += len(data)
+
+    def _failed(self, kind: str, e: OSError) -> OutputError:
+        held = f"whole games up to game {self.last_game}" if self.last_game else "no game yet"
+        return OutputError(f"cannot write {self.paths[kind]}: {e.strerror or e}; the outputs hold {held} "
+                           "(make room and run again with --resume)")
+
+    def _flush(self) -> None:
+        for kind, f in self.files.items():
+            try:
+                f.flush()
+            except OSError as e:
+                raise self._failed(kind, e) from None
 
     def write(self, unit, outputs: list) -> None:
         for go in outputs:
@@ -120,35 +164,56 @@ class Outputs:
                 self.note(f"lc0-rocm: game {go.number} ({go.source} line {go.line}): {go.error}; skipped")
             else:
                 for kind in self.files:
-                    text = getattr(go, kind)
+                    text = getattr(go, kind) if kind != "summary" else self._summary_text(go.summary)
                     if text:
                         self._write(kind, text)
-                for f in self.files.values():
-                    f.flush()
+                self._flush()
+            self.whole = dict(self.sizes)
             self.last_game = go.number
             if self.on_game is not None:
                 self.on_game(go)
-        if time.monotonic() - self._saved >= SAVE_INTERVAL_S:
+        if time.monotonic() - self._saved >= self.save_interval:
             self._save()
+
+    def _summary_text(self, summary: Optional[dict]) -> str:
+        if summary is None:
+            return ""
+        if self.summary_format == "csv":
+            import csv
+            import io
+
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerow(["" if summary[k] is None else summary[k] for k in SUMMARY_KEYS])
+            return buf.getvalue()
+        text = json.dumps(summary)
+        if self.summary_format == "json":
+            return ("\n" if self.sizes["summary"] <= 1 else ",\n") + text
+        return text + "\n"
 
     def _save(self, complete: bool = False) -> None:
         self._saved = time.monotonic()
         if self.sidecar is None:
             return
-        for f in self.files.values():
-            f.flush()
-        state = {"game": self.last_game, "sizes": {k: v for k, v in self.sizes.items() if self.paths[k] != "-"},
+        state = {"game": self.last_game, "sizes": {k: v for k, v in self.whole.items() if self.paths[k] != "-"},
                  "complete": complete, "signature": self.signature}
         tmp = self.sidecar + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(state, f)
-        os.replace(tmp, self.sidecar)
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(state, f)
+            os.replace(tmp, self.sidecar)
+        except OSError as e:
+            raise OutputError(f"cannot write {self.sidecar}: {e.strerror or e}") from None
 
     def close(self, final: bool = True, complete: bool = False) -> None:
         if final and self.files:
             try:
                 self._save(complete)
-            except OSError:
+            except OutputError:
+                pass
+        if self.summary_format == "json" and "summary" in self.files:
+            try:
+                self.files["summary"].write(b"\n]\n")  # after the recorded size: a resumed run cuts it
+            except (OSError, ValueError):
                 pass
         for kind, f in self.files.items():
             try:

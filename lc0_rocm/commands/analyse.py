@@ -2,11 +2,12 @@
 
 Raw mode (default) gives each position the network's policy top-k, WDL, Q, moves-left and the played
 move's rank and probability; `--nodes N` searches each position instead (best move, PV, score). Both
-give the played move's loss in expected score and a judgement (NAG). Outputs: `--jsonl`, `--csv`,
-`--pgn-out` (annotated), `--plot DIR` (one PNG per game), `--html FILE` (one page to look at); JSONL
-on stdout without a file of records. `--resume` continues an interrupted run; `--ray ADDRESS` runs on
-a Ray cluster. The package `lc0_rocm.analyse` does the work; the record schema is
-`lc0_rocm.analyse.records`'s docstring.
+give the played move's loss in expected score, a judgement (NAG, lichess's thresholds by default) and
+lichess's move accuracy; each game gets lichess's accuracy per side. Outputs: `--jsonl`, `--csv`,
+`--pgn-out` (annotated), `--summary` (one row per game), `--plot DIR` (one PNG per game), `--html FILE`
+(one page to look at); JSONL on stdout without a file of records. `--resume` continues an interrupted
+run; `--ray ADDRESS` runs on a Ray cluster. The package `lc0_rocm.analyse` does the work; the record
+schema is `lc0_rocm.analyse.records`'s docstring.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..analyse.records import THRESHOLDS
 from ..backends.factory import BACKEND_NAMES, DEFAULT_BACKEND
 
 
@@ -35,13 +37,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     how = parser.add_argument_group("how")
     how.add_argument("--nodes", type=int, metavar="N", help="search each position with N nodes (default: raw network)")
     how.add_argument("--top", type=int, default=5, metavar="K", help="raw mode: policy moves per record (0: all; default 5)")
-    how.add_argument("--inaccuracy", type=float, default=0.05, metavar="L", help="expected-score loss for ?! (default 0.05)")
-    how.add_argument("--mistake", type=float, default=0.10, metavar="L", help="loss for ? (default 0.10)")
-    how.add_argument("--blunder", type=float, default=0.20, metavar="L", help="loss for ?? and blunder=true (default 0.20)")
+    how.add_argument("--thresholds", default="lichess", choices=tuple(THRESHOLDS),
+                     help="judgement thresholds on expected-score loss: lichess ?! 0.05, ? 0.10, ?? 0.15 "
+                          "(default); chesscom 0.05, 0.10, 0.20")
+    how.add_argument("--inaccuracy", type=float, metavar="L", help="expected-score loss for ?! (overrides --thresholds)")
+    how.add_argument("--mistake", type=float, metavar="L", help="loss for ? (overrides --thresholds)")
+    how.add_argument("--blunder", type=float, metavar="L", help="loss for ?? and blunder=true (overrides --thresholds)")
     out = parser.add_argument_group("output")
     out.add_argument("--jsonl", metavar="FILE", help="one JSON record per position (- for stdout)")
     out.add_argument("--csv", metavar="FILE", help="the records as CSV")
     out.add_argument("--pgn-out", metavar="FILE", help="the games annotated ([%%eval], [%%wdl], NAGs)")
+    out.add_argument("--summary", metavar="FILE",
+                     help="one row per game: players, result, lichess accuracy, average loss, ?!/?/?? counts per "
+                          "side (.csv, .json or .jsonl)")
     out.add_argument("--plot", metavar="DIR", help="one PNG per game: White's expected score over the moves")
     out.add_argument("--html", metavar="FILE", help="one self-contained page: the games' table, graphs, "
                      "move lists with NAGs and a board")
@@ -73,8 +81,15 @@ def _check(args):
         raise InputError("--batch-size, --top and --max-games cannot be negative (or 0 games)")
     if args.ray_actors < 0 or args.workers < -1:
         raise InputError("--ray-actors and --workers cannot be negative")
-    if not 0 < args.inaccuracy <= args.mistake <= args.blunder <= 1:
+    base = THRESHOLDS[args.thresholds]
+    thresholds = Thresholds(*(base.__dict__[k] if getattr(args, k) is None else getattr(args, k)
+                              for k in ("inaccuracy", "mistake", "blunder")))
+    if not 0 < thresholds.inaccuracy <= thresholds.mistake <= thresholds.blunder <= 1:
         raise InputError("expected 0 < --inaccuracy <= --mistake <= --blunder <= 1")
+    if args.summary:
+        from ..analyse.writers import summary_format
+
+        summary_format(args.summary)
     if args.resume and "-" in args.inputs:
         raise InputError("--resume needs input files (stdin cannot be read again)")
     if args.html and args.ray:
@@ -91,7 +106,7 @@ def _check(args):
             os.makedirs(args.plot, exist_ok=True)
         except OSError as e:
             raise InputError(f"--plot {args.plot}: {e.strerror}") from None
-    return selection, Thresholds(args.inaccuracy, args.mistake, args.blunder)
+    return selection, thresholds
 
 
 def signature(args) -> dict:

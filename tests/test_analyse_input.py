@@ -1,0 +1,179 @@
+"""`lc0-rocm analyse` on bad input and failing outputs: a damaged game is reported by number and line
+and the games around it are analysed; an unclosed comment does not swallow the games after it; a
+net or other binary file given as the input, and an input without any game, are one line and a
+non-zero exit; a full disk is one line and `--resume` then completes; search mode writes and
+checkpoints every game; the progress line's first rate is a real one. The reader's split is checked
+against python-chess reading the same games one by one."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import chess.pgn
+import pytest
+
+from test_analyse import analyse, random_games, read_jsonl, same_records, write_pgn
+
+# the reproduction inputs (../shared/repro), inline so that a fresh clone has them
+ILLEGAL_MOVE_PAREN_COMMENT = '[Event "good"]\n\n1. e4 e5 2. Nf3 *\n\n[Event "bad"]\n\n1. e4 Nf3 ) {x}\n\n' \
+                             '[Event "good2"]\n\n1. d4 d5 *\n'
+UNTERMINATED_COMMENT = '[Event "g1"]\n\n1. e4 e5 { unterminated comment *\n\n[Event "g2"]\n\n1. d4 d5 *\n\n' \
+                       '[Event "g3"]\n\n1. c4 c5 *\n'
+
+
+def reported(stderr: str) -> dict:
+    """{game: line} of the games the run reported and skipped."""
+    import re
+
+    return {int(g): int(n) for g, n in re.findall(r"game (\d+) \(.*? line (\d+)\): .*; skipped", stderr)}
+
+
+def test_illegal_move_then_paren_and_comment_is_one_bad_game(tmp_path):
+    (tmp_path / "g.pgn").write_text(ILLEGAL_MOVE_PAREN_COMMENT)
+    p = analyse(tmp_path / "g.pgn", "--jsonl", tmp_path / "o.jsonl")
+    assert reported(p.stderr) == {2: 7} and "Nf3" in p.stderr
+    recs = read_jsonl(tmp_path / "o.jsonl")
+    assert [(r["game"], r["played_san"]) for r in recs] == [(1, "e4"), (1, "e5"), (1, "Nf3"), (3, "d4"), (3, "d5")]
+
+
+def test_unclosed_comment_does_not_swallow_the_next_games(tmp_path):
+    (tmp_path / "g.pgn").write_text(UNTERMINATED_COMMENT)
+    p = analyse(tmp_path / "g.pgn", "--jsonl", tmp_path / "o.jsonl")
+    assert reported(p.stderr) == {1: 3} and "never closed" in p.stderr
+    assert [(r["game"], r["played"]) for r in read_jsonl(tmp_path / "o.jsonl")] == [
+        (2, "d2d4"), (2, "d7d5"), (3, "c2c4"), (3, "c7c5")]
+
+
+def test_reader_split_agrees_with_python_chess():
+    """Games with variations, comments across lines, `;` comments, `%` lines and a tag-less game
+    split where python-chess, reading the whole text, finds each game."""
+    from lc0_rocm.analyse.reader import _numbered, _split_pgn
+    from lc0_rocm.analyse.work import parse_game
+    from lc0_rocm.analyse.reader import RawGame
+
+    text = ('[Event "a"]\n[Site "x"]\n\n1. e4 {a comment\nover [two] lines} e5 (1... c5 2. Nf3) 2. Nf3 ; rest\n'
+            '2... Nc6 *\n\n%escape\n[Event "b"]\n\n1. d4 $1 d5 {[%eval 0.2]} 1/2-1/2\n\n'
+            '[Event "c"]\n[Event "d"]\n\n1. c4 *\n')
+    games = list(_split_pgn(_numbered(io.StringIO(text))))
+    truth = []
+    f = io.StringIO(text)
+    while (g := chess.pgn.read_game(f)) is not None:
+        truth.append([m.uci() for m in g.mainline_moves()])
+    assert len(games) == 4 and all(err is None for *_, err in games)
+    mine = [[m.uci() for m in parse_game(RawGame(i, "t", line, "pgn", t))[1]] for i, (line, t, _, _) in enumerate(games)]
+    assert mine[:2] == truth[:2] and mine[2] == [] and mine[3] == ["c2c4"]  # python-chess merges c and d
+
+
+def test_net_or_binary_file_as_input_is_refused(tmp_path, weights_dir):
+    net = sorted(weights_dir.glob("*.pb.gz"))[0]
+    (tmp_path / "raw.pb").write_bytes(bytes(range(256)) * 20)
+    for path, needle in [(net, "--weights"), (tmp_path / "raw.pb", "binary")]:
+        p = analyse(path, "--jsonl", tmp_path / "o.jsonl", check=False)
+        assert p.returncode == 1 and needle in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert p.stdout == ""
+    p = subprocess.run([sys.executable, "-m", "lc0_rocm.cli", "analyse", "--backend", "cpu", "-"],
+                       input=net.read_bytes(), capture_output=True, timeout=600)  # the net on stdin
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "stdin" in err and len(err.strip().splitlines()) == 1 and p.stdout == b"", err
+
+
+def test_empty_input_says_no_game(tmp_path):
+    (tmp_path / "e.pgn").write_text("\n\n")
+    p = analyse(tmp_path / "e.pgn", "--jsonl", tmp_path / "o.jsonl", check=False)
+    assert p.returncode == 1 and "no game" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_full_disk_is_one_line_and_resume_completes(tmp_path):
+    games = random_games(5, seed=5, max_plies=30)
+    write_pgn(tmp_path / "g.pgn", games)
+    analyse(tmp_path / "g.pgn", "--jsonl", tmp_path / "ref.jsonl", "--csv", tmp_path / "ref.csv")
+    limit = 20_000  # bytes per file: a few games' records
+    assert os.path.getsize(tmp_path / "ref.jsonl") > 2 * limit
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    cmd = [sys.executable, "-m", "lc0_rocm.cli", "analyse", "--backend", "cpu", tmp_path / "g.pgn",
+           "--jsonl", tmp_path / "o.jsonl", "--csv", tmp_path / "o.csv"]
+    p = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=600, preexec_fn=small_files)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "o.jsonl" in p.stderr and "--resume" in p.stderr
+    analyse(*cmd[6:], "--resume")
+    same_records(read_jsonl(tmp_path / "o.jsonl"), read_jsonl(tmp_path / "ref.jsonl"))
+    assert len(open(tmp_path / "o.csv").readlines()) == len(open(tmp_path / "ref.csv").readlines())
+
+
+def test_search_mode_writes_and_checkpoints_every_game(tmp_path):
+    games = random_games(3, seed=9, max_plies=12)
+    write_pgn(tmp_path / "g.pgn", games)
+    out = tmp_path / "o.jsonl"
+    cmd = [sys.executable, "-m", "lc0_rocm.cli", "analyse", "--backend", "cpu", tmp_path / "g.pgn", "--nodes", "8",
+           "--jsonl", out]
+    p = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    side = str(out) + ".resume.json"
+    seen = None
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and p.poll() is None:
+        if os.path.exists(side):
+            state = json.load(open(side))
+            if state["game"] >= 1:
+                seen = state["game"]
+                break
+        time.sleep(0.02)
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=60)
+    assert seen is not None and seen < len(games), "no checkpoint before the run's end"
+    done = {r["game"] for r in read_jsonl(out)}
+    assert set(range(1, seen + 1)) <= done
+    analyse(*cmd[6:], "--resume")
+    recs = read_jsonl(out)
+    assert [(r["game"], r["ply"]) for r in recs] == [(n, k) for n, g in enumerate(games, 1)
+                                                     for k in range(1, len(list(g.mainline_moves())) + 1)]
+
+
+def test_first_progress_rate_is_a_real_rate():
+    from lc0_rocm.analyse.progress import Progress
+
+    pr = Progress(stream=io.StringIO(), enabled=True)
+    t0 = time.monotonic()  # after the progress line's clock started
+    pr.update(5000, 1)
+    t1 = time.monotonic()  # before the rate is read
+    assert 0 < pr.rate() <= 5000 / (t1 - t0)  # at most the positions over the time the run has surely taken
+
+
+def test_compiled_legal_moves_equal_python_chess():
+    """`work.legal_codes` (the search's compiled move generator and index table) gives python-chess's
+    legal moves in its order and `policy_map.legal_move_indices`'s policy indices, Chess960 included."""
+    import random
+
+    import chess
+
+    from lc0_rocm.analyse.work import legal_codes, move_code
+    from lc0_rocm.encoding.history import History
+    from lc0_rocm.encoding.policy_map import legal_move_indices
+
+    rng = random.Random(3)
+    checked = 0
+    for g in range(24):
+        board = chess.Board.from_chess960_pos(rng.randrange(960)) if g % 3 == 2 else chess.Board()
+        h = History.from_board(board)
+        for _ in range(60):
+            if board.is_game_over():
+                break
+            for transform in (0, 1):
+                moves, idx = legal_move_indices(board, transform)
+                codes, mine = legal_codes(h.last, board.chess960, transform)
+                assert codes.tolist() == [move_code(m) for m in moves] and mine.tolist() == idx.tolist(), board.fen()
+                checked += 1
+            move = rng.choice(list(board.legal_moves))
+            after = board.copy(stack=False)
+            after.push(move)
+            h, board = h.push(move, after), after
+    assert checked > 1000
