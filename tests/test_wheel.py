@@ -46,6 +46,15 @@ def _setuptools_builds_here() -> bool:
         return False
 
 
+def _pip_takes_python() -> bool:
+    """Whether this pip installs into another environment (`--python`, pip >= 22.3)."""
+    try:
+        major, minor = (int(x) for x in metadata.version("pip").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return False
+    return (major, minor) >= (22, 3)
+
+
 def _clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "LC0_ROCM_WEIGHTS")}
@@ -85,8 +94,10 @@ def installed(tmp_path_factory):
     wheel, = dist.glob("lc0_rocm-*.whl")
 
     venv = tmp / "venv"
-    r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                       capture_output=True, text=True, timeout=300)
+    # no pip of its own (ensurepip takes half a minute on two busy cores): this pip installs into it
+    own_pip = not _pip_takes_python()
+    r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv),
+                        *([] if own_pip else ["--without-pip"])], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     env = _clean_env()
     purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
@@ -94,9 +105,10 @@ def installed(tmp_path_factory):
     (Path(purelib) / "lc0_rocm_test_deps.pth").write_text("".join(f"{f}\n" for f in _our_site_folders()))
     cwd = tmp / "cwd"
     cwd.mkdir()
-    r = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index",
-                        "--force-reinstall", str(wheel)], capture_output=True, text=True, cwd=cwd, env=env,
-                       timeout=300)
+    pip = [str(venv / "bin" / "python"), "-m", "pip"] if own_pip else \
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python")]
+    r = subprocess.run([*pip, "install", "--no-deps", "--no-index", "--force-reinstall", str(wheel)],
+                       capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return venv, wheel, env, cwd
 
