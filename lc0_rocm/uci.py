@@ -10,7 +10,13 @@ the last `go`. The network is loaded on the first `isready` or `go` (and again a
 Backend or BackendOptions change).
 
 stdout carries UCI only: progress and notes (loading the net, the CPU fallback, the first-start
-compile) go to stderr, as lc0 writes them. A malformed command, an illegal move in `position`, an
+compile) go to stderr, as lc0 writes them.
+
+A machine's first start compiles the search (search/precompile.py) in a background process, so
+`isready` is answered as soon as the net is loaded. Until the compiled search is loaded, a `go`
+with a clock (movetime, or the side to move's time) is answered at once with the network's policy
+move (one evaluation: lc0's `go nodes 1`), and any other `go` (nodes, depth, mate, infinite,
+ponder) waits for the compile. A malformed command, an illegal move in `position`, an
 unknown option or a bad value is answered with `info string error: ...` and the loop goes on; a net
 that cannot be loaded is reported the same way and `go` then answers `bestmove (none)`. End of
 input is `quit`. LogFile copies the dialogue to a file (`<stderr>`: to the console).
@@ -221,6 +227,7 @@ class UciEngine:
         self._max_batch_cap: Optional[int] = None
         self._on_cpu_fallback = False
         self._fault_state_key = None  # the net settings that cap and fallback belong to
+        self._compile = None  # search.precompile.Background while a first start compiles the search
         pairs = list(settings or []) + [(k, v) for k, v in (overrides or {}).items() if v is not None]
         for name, value in pairs:
             self._set_option(name, value)
@@ -397,12 +404,64 @@ class UciEngine:
             self.error("no network loaded; cannot search")
             self._send_fallback_bestmove()
             return
+        if not self._search_compiled_for(go):
+            return
         try:
             self._start_search(go)
         except Exception as e:  # the GUI still gets its bestmove: the first legal move
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             self.error(msg if isinstance(e, Lc0RocmError) else f"search failed to start: {type(e).__name__}: {msg}")
             self._send_fallback_bestmove()
+
+    def _search_compiled_for(self, go: GoParams) -> bool:
+        """Whether `go` may search now (the compiled search is loaded). While the first start's
+        compile still runs, a `go` with a clock is answered at once with the network's policy move
+        (False), and any other `go` waits for the compile."""
+        import chess
+
+        from .search.jit import is_compiled
+
+        bg = self._compile
+        if bg is None or bg.ready.is_set():
+            return True
+        black = self.position.board.turn == chess.BLACK
+        clock = go.movetime is not None or (go.btime if black else go.wtime) is not None
+        if clock and not go.infinite and not go.ponder:
+            if bg.ready.wait(1.0 if is_compiled() else 0.0):  # compiled, and loading: a second at most
+                return True
+            try:
+                self._send_policy_move(go)
+            except Exception as e:  # the GUI still gets its bestmove
+                self.error(f"search failed to start: {type(e).__name__}: {one_line(e)}")
+                self._send_fallback_bestmove()
+            return False
+        self.note("waiting for the search's first-start compile")
+        bg.ready.wait()
+        return True
+
+    def _send_policy_move(self, go: GoParams) -> None:
+        """The answer to a `go` with a clock before the compiled search is loaded: the network's most
+        likely move (of `searchmoves`, when given), after one evaluation; the score in lc0's
+        `centipawn` formula (ScoreType WDL_mu's rescaling is compiled code)."""
+        from .api import Evaluator
+        from .search.score import uci_score
+
+        t0 = time.monotonic()
+        pos = self.position
+        e = Evaluator(self.net, self.backend).evaluate(pos.history.board)
+        allowed = {m.lower() for m in go.searchmoves}
+        moves = [m for m in e.policy if not allowed or m.uci() in allowed] or list(e.policy)
+        self.info_string("the search is still being compiled (first start only): "
+                         "playing the network's policy move")
+        if not moves:
+            self.send("bestmove (none)")
+            return
+        best = _uci(moves[0], pos.chess960)
+        d = e.wdl[1] if e.wdl is not None else 0.0
+        cp = uci_score("centipawn", e.q, d, e.wdl is not None)
+        ms = int((time.monotonic() - t0) * 1000)
+        self.send(f"info depth 1 seldepth 1 time {ms} nodes 1 score cp {cp} pv {best}")
+        self.send(f"bestmove {best}")
 
     def _send_fallback_bestmove(self) -> None:
         """The answer to a `go` that could not search: the first legal move of the position, or
@@ -445,7 +504,8 @@ class UciEngine:
         from .api import open_backend
         from .search.evaluator import NNEvaluator
         from .search.jit import is_compiled
-        from .search.search import warm_up
+        from .search.precompile import Background
+        from .search.search import prepare_backend, warm_up
 
         key = tuple(self.opt(k) for k in NET_KEYS)
         if self._loaded_key == key and self.evaluator is not None:
@@ -469,17 +529,26 @@ class UciEngine:
             self.error(f"cannot load network {path}: {type(e).__name__}: {e}")
             return False
         net, backend = handle.net, handle.backend
-        t_net = time.monotonic() - t0  # the net and backend; the search's compile or load comes next
+        net_s = time.monotonic() - t0
         self.net = net
         self.backend = backend
         self.evaluator = NNEvaluator(backend, net.input_format, self.opt("NNCacheSize"),
                                      self.opt("PolicyTemperature"))
         self._sync_evaluator()
+        minibatch = int(self.opt("MinibatchSize"))
+        t1 = time.monotonic()
         try:
-            compiling = not is_compiled()
-            if compiling:
-                self.note("compiling the search for this machine (first start only, about a minute)")
-            warm_up(self.evaluator, net.has_wdl, net.has_moves_left, int(self.opt("MinibatchSize")))
+            bg = self._compile
+            compiled = (bg is None and is_compiled()) or (bg is not None and bg.ready.is_set())
+            if compiled:
+                warm_up(self.evaluator, net.has_wdl, net.has_moves_left, minibatch)  # about a second
+            else:  # a first start: the search compiles in the background; isready does not wait
+                prepare_backend(self.evaluator, minibatch)
+                if bg is None:
+                    self.note("compiling the search for this machine in the background (first start "
+                              "only, about a minute); until then a go with a clock plays the policy move")
+                    self._compile = Background(self.note)
+                    self._compile.begin()
         except Exception as e:
             self._unload()
             if self._gpu_failed_at_start(e, backend.name, key[1]):
@@ -489,10 +558,11 @@ class UciEngine:
         self._loaded_key = key
         self.tree = None
         body = "attention body" if net.is_attention_body else "residual tower"
-        self.note(f"Network loaded in {t_net:.2f}s: {body}, input format "
+        self.note(f"Network loaded in {net_s:.2f}s: {body}, input format "
                   f"{net.input_format}, {'WDL' if net.has_wdl else 'value'}"
-                  f"{', moves-left' if net.has_moves_left else ''}; backend {backend.name}; search ready in "
-                  f"{time.monotonic() - t0 - t_net:.2f}s{' (compiled)' if compiling else ''}")
+                  f"{', moves-left' if net.has_moves_left else ''}; backend {backend.name}")
+        self.note(f"Search ready in {time.monotonic() - t1:.2f}s (batch sizes prepared, compiled search loaded)"
+                  if compiled else f"Batch sizes prepared in {time.monotonic() - t1:.2f}s")
         return True
 
     def _open_backend(self, open_backend, path: str, name: str, options: str):

@@ -1,4 +1,5 @@
-"""Shared test fixtures: where the committed nets and the real (shared) nets live."""
+"""Shared test fixtures: where the committed nets and the real (shared) nets live, and the compiled
+search, compiled once for the whole run before any test."""
 
 from __future__ import annotations
 
@@ -21,3 +22,14 @@ def shared_weights_dir() -> Path:
     if not SHARED_WEIGHTS_DIR.is_dir():
         pytest.skip("../shared/weights not present")
     return SHARED_WEIGHTS_DIR
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_search():
+    """The search compiled into the cache and marked ready before the first test (once per machine
+    and sources; later runs load it): every engine the tests start then loads it, as every start
+    after a machine's first does, and no timed `go` meets a search still compiling.
+    tests/test_first_start.py covers the first start itself."""
+    from lc0_rocm.search import precompile
+
+    assert precompile.ensure_compiled(wait=True)

@@ -82,6 +82,7 @@ def test_handshake_declares_lc0s_options():
 def test_full_game_against_itself_under_a_short_clock(maia_engine):
     eng = maia_engine
     eng.configure({"UCI_ShowWDL": True, "MoveOverheadMs": 100})
+    eng.ping()  # isready: the net loads before the clock starts, as a GUI starts a game with a ready engine
     board = chess.Board()
     clock = {chess.WHITE: 4.0, chess.BLACK: 4.0}
     inc = 0.05

@@ -12,9 +12,9 @@ import time
 class UciPipe:
     """An engine process `cmd` on pipes; `until(prefix)` reads up to the first line starting with it."""
 
-    def __init__(self, cmd: list[str]):
+    def __init__(self, cmd: list[str], env: dict | None = None):
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, bufsize=1)
+                                  stderr=subprocess.PIPE, text=True, bufsize=1, env=env)
         self.lines: queue.Queue = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()

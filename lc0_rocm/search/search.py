@@ -696,15 +696,20 @@ def _verbose_tail(n: Optional[NodeView], sign: int, ds: float = 0.0) -> str:
     return text
 
 
-def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0) -> None:
-    """Get a search ready before a GUI's first `go`: the backend prepares every batch size up to the
-    minibatch (GPU graphs and GEMM plans), and every compiled entry point runs once with the types a
-    real search uses (compiles the search, about a minute on a first start, or loads it from the disk
-    cache). Uses its own tree and NN cache; the backend evaluates a few positions."""
-    from ..encoding.position import parse_position
-
+def prepare_backend(evaluator: NNEvaluator, minibatch: int = 0) -> None:
+    """The backend prepares every batch size up to the minibatch (GPU graphs and GEMM plans)."""
     backend = evaluator.backend
     backend.prepare(max(1, min(minibatch or suggested_minibatch(backend), backend.max_batch)))
+
+
+def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0) -> None:
+    """Get a search ready before a GUI's first `go`: `prepare_backend`, and every compiled entry
+    point runs once with the types a real search uses (compiles the search, about a minute on a
+    first start, or loads it from the disk cache). Uses its own tree and NN cache; the backend
+    evaluates a few positions."""
+    from ..encoding.position import parse_position
+
+    prepare_backend(evaluator, minibatch)
 
     ev = NNEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
     ev.fill = evaluator.fill
