@@ -41,7 +41,10 @@ DOC = ROOT / "docs" / "amd-resources.md"
 # (lc0_rocm/gpu/nn/kernels.py: NnKernels.mha). tests/test_compile_gate.py checks these two tables
 # against the runtime (MAX_MHA_DEPTH and every "-D..." string in lc0_rocm's Python).
 MAX_MHA_DEPTH = 64
-DEFINE_VARIANTS: dict[str, tuple[str, range]] = {"attention.hip": ("MHA_DEPTH", range(1, MAX_MHA_DEPTH + 1))}
+# conv.hip: once per activation a classical tower can have, -DCONV_ACT=<LC0_ACT_* code> of none, relu and
+# mish (lc0_rocm/gpu/nn/kernels.py CONV_ACTS)
+DEFINE_VARIANTS: dict[str, tuple] = {"attention.hip": ("MHA_DEPTH", range(1, MAX_MHA_DEPTH + 1)),
+                                 "conv.hip": ("CONV_ACT", (0, 1, 3))}
 
 
 def compile_variants(kernel_dir: Path = KERNEL_DIR) -> list[tuple[str, tuple[str, ...]]]:
