@@ -269,7 +269,8 @@ def render(infos: list[KernelInfo], version: str) -> str:
         "the compile gate, `tools/amd_compile_gate.sh`, runs it with `--check` and fails when this file is stale).",
         "",
         f"Every kernel of `lc0_rocm/kernels/*.hip`, in every variant the runtime compiles (attention.hip once per "
-        f"head depth 1..{MAX_MHA_DEPTH}, `-DMHA_DEPTH`; the other files without defines; each module holds the "
+        f"head depth 1..{MAX_MHA_DEPTH}, `-DMHA_DEPTH`; conv.hip once per tower activation, `-DCONV_ACT`; the "
+        f"other files without defines; each module holds the "
         f"`_f16` and `_f32` kernels), compiled to ISA by {version} "
         f"(`clang++-19 {' '.join(CLANG_FLAGS)} --offload-arch=<arch>`, hipRTC's defaults: wave64 on CDNA, "
         "wave32 on RDNA) for:",

@@ -12,37 +12,39 @@
 //   M [36, 4n, Np]: M[xi] = V[xi] . U[xi]^T  (hipBLASLt, strided-batched)
 //   y = A^T M A per tile (4x4 outputs), then bias, SE, residual and activation.
 // Kp, Np are the channel counts rounded up to 8 (16-byte rows for hipBLASLt); pad channels of V are 0.
+// act below is CONV_ACT, an LC0_ACT_* code fixed at compile time (-DCONV_ACT=<code>; the runtime builds one
+// module per activation it needs: none, relu, mish), so the unrolled per-square loops carry no switch.
 //
 // winograd_in_{f32,f16}(x, ldx, V, n, C, Kp)
 //   V <- the input transform of x [n*64, ldx] (channels 0..C-1; channels C..Kp-1 of V get 0).
 //   One thread per (b, c < Kp): reads its channel's 64 squares once, writes 4 tiles x 36 points.
 //   Launch: 1-D, block 256, grid ceil(n*Kp / 256).
 //
-// winograd_out_{f32,f16}(M, ldm, bias, skip, y, ldy, pooled, Vn, n, C, act)
+// winograd_out_{f32,f16}(M, ldm, bias, skip, y, ldy, pooled, Vn, n, C)
 //   z = A^T M A + bias[c] (bias may be null); pooled [n, C] (may be null) <- mean of z over the board;
 //   v = act(z + skip) (skip [n*64, C] may be null; act applies after the skip); y [n*64, ldy] <- v (y
 //   may be null, may alias skip); Vn [36, 4n, C] (may be null) <- the input transform of v for the next
 //   convolution (C must then be a multiple of 8: Vn's rows are C long, no pad channels).
 //   One thread per (b, c < C). Launch: 1-D, block 256, grid ceil(n*C / 256).
 //
-// winograd_out_se_{f32,f16}(M, ldm, bias, skip, y, Vn, w1, b1, w2t, b2, C, H, act)
+// winograd_out_se_{f32,f16}(M, ldm, bias, skip, y, Vn, w1, b1, w2t, b2, C, H)
 //   The SE residual block's end in one pass: z = A^T M A + bias; s = mean_board(z);
 //   h = act(w1 [H, C] . s + b1 [H]); t = w2t^T [2C, H] . h + b2 [2C] (w2t is fc2's weight transposed,
 //   [H, 2C], so that threads read it along c); v = act(sigmoid(t[c]) * z + t[C + c] + skip);
 //   y [n*64, C] <- v (may alias skip); Vn (may be null) <- its input transform as above.
 //   One block per board, one thread per channel: blockDim.x = C rounded up to a multiple of 64,
-//   C <= 512; dynamic shared memory (C + H) floats. Launch: grid n.
+//   C <= 256; dynamic shared memory (C + H) floats. Launch: grid n.
 //
-// residual_{f32,f16}(z, skip, se, out, n, C, act)
+// residual_{f32,f16}(z, skip, se, out, n, C)
 //   out = act(gamma * z + beta + skip) with gamma = sigmoid(se[b, c]), beta = se[b, C + c] when se
 //   ([n, 2C], the SE unit's second dense output, bias included) is non-null, else act(z + skip).
-//   `out` may alias `z` or `skip`. One thread per element (the SE path for C > 512).
+//   `out` may alias `z` or `skip`. One thread per element (the SE path for C > 256).
 #include "common.h"
 
 #ifndef CONV_ACT
 #define CONV_ACT LC0_ACT_NONE
 #endif
-#define WINOGRAD_SE_MAX_C 512
+#define WINOGRAD_SE_MAX_C 256
 
 // (B^T d) for one 6-vector: the input transform's rows.
 __device__ __forceinline__ void wino_bt(const float d[6], float r[6]) {
@@ -120,6 +122,7 @@ __device__ __forceinline__ void wino_out_board(const T* M, long long xi_stride, 
 #pragma unroll
             for (int j = 0; j < 4; ++j) z[(r0 + i) * 8 + f0 + j] = o[j] + bias;
         }
+        __threadfence_block();  // one tile's loads in flight at a time: bounds the registers
     }
 }
 

@@ -1,7 +1,7 @@
 """Random-weight Lc0 networks of a named shape, in the real `pblczero.Net` format.
 
 `make_net(shape, seed=0, **overrides)` returns a `pblczero.Net` message; `write_net` (net.writer)
-saves it. Shapes: "tiny", "t82", "bt4", "se", "apmish", "classical", "hybrid" (see `SHAPES`); every
+saves it. Shapes: "tiny", "t82", "bt4", "se", "se256x20", "apmish", "classical", "hybrid" (see `SHAPES`); every
 field of `NetShape` can be overridden (embedding, layers, heads, dff, filters, blocks, input_format,
 encoding, ...).
 

@@ -1,6 +1,6 @@
 """Classical residual towers on the GPU (Winograd convolutions, every fusion variant) vs the float64 CPU
 reference: random nets of 64, 128 and 256 filters, with and without SE, the SE unit fused into the
-output transform or run as GEMMs (`conv_fuse_se=False`, the path of towers wider than 512), conv and
+output transform or run as GEMMs (`conv_fuse_se=False`, the path of towers wider than 256), conv and
 classical policy heads, at batches 1, 7 and 256. fp32 storage: every output within 1e-4 absolute.
 """
 

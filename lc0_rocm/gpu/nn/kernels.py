@@ -30,7 +30,7 @@ MHA_VARIANTS = ("auto", "simple", "t128")
 # the activations conv.hip is compiled for (CONV_ACT): a classical tower's are relu or mish (lc0's
 # DEFAULT_ACTIVATION), plus none for plain outputs
 CONV_ACTS = ("none", "relu", "mish")
-WINOGRAD_SE_MAX_C = 512  # conv.hip's winograd_out_se: one thread per channel, a block of at most 512
+WINOGRAD_SE_MAX_C = 256  # conv.hip's winograd_out_se: one thread per channel, a block of at most 256
 
 
 def _aligned16(*bufs) -> bool:
