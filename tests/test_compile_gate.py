@@ -55,6 +55,7 @@ def test_every_kernel_compiles_for_amd_and_through_the_nvrtc_prelude():
 # ---------------------------------------------------------------------- the runtime's own tables
 # The one place this file imports the runtime (the gpu/ refactor may move it): the largest head depth
 # NnKernels.mha accepts. attention.hip is compiled with -DMHA_DEPTH=d_model/heads for 1..MAX_MHA_DEPTH.
+from lc0_rocm.gpu.nn.kernels import ACT_CODES, CONV_ACTS  # noqa: E402
 from lc0_rocm.gpu.nn.kernels import MAX_MHA_DEPTH as RUNTIME_MAX_MHA_DEPTH  # noqa: E402
 
 RUNTIME_SOURCES = ROOT / "lc0_rocm"  # every Python file here is scanned for the "-D..." options it passes
@@ -97,7 +98,9 @@ def test_compile_variants_cover_every_head_depth():
     assert m and (int(m.group(1)), int(m.group(2))) == (1, RUNTIME_MAX_MHA_DEPTH)
     variants = tool.compile_variants()
     assert {f for f, _ in variants} == {p.name for p in KERNELS.glob("*.hip")}
-    assert len(variants) == len(list(KERNELS.glob("*.hip"))) - 1 + RUNTIME_MAX_MHA_DEPTH
+    acts = tool.DEFINE_VARIANTS["conv.hip"]
+    assert acts[0] == "CONV_ACT" and list(acts[1]) == sorted(ACT_CODES[a] for a in CONV_ACTS)
+    assert len(variants) == len(list(KERNELS.glob("*.hip"))) - 2 + RUNTIME_MAX_MHA_DEPTH + len(CONV_ACTS)
 
 
 def test_waves_per_simd_formula():

@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     p.add_argument("--lc0-backend-opts", default="")
     p.add_argument("--backend", default="rocm-fp16", help="our backend (default rocm-fp16)")
     p.add_argument("--backend-opts", default="")
-    p.add_argument("--nets", default="t82,bt4", help="make_net shapes")
+    p.add_argument("--nets", default="t82,bt4", help="make_net shapes or net files, comma-separated")
     p.add_argument("--sizes", default="1,16,64,256,1024")
     p.add_argument("--batches", type=int, default=30)
     p.add_argument("--out", default=None, help="folder for results.json")
@@ -78,8 +78,12 @@ def main(argv=None) -> int:
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for shape in a.nets.split(","):
-            path = Path(tmp) / f"{shape}.pb.gz"
-            write_net(make_net(shape, seed=3), path)
+            path = Path(shape)
+            if path.exists():  # a net file (a real net, e.g. a maia): named by its file name
+                shape = path.name
+            else:
+                path = Path(tmp) / f"{shape}.pb.gz"
+                write_net(make_net(shape, seed=3), path)
             ours = ours_bench(path, a.backend, a.backend_opts, sizes, a.batches)
             theirs = {}
             for s in sizes:

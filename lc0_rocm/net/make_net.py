@@ -1,7 +1,7 @@
 """Random-weight Lc0 networks of a named shape, in the real `pblczero.Net` format.
 
 `make_net(shape, seed=0, **overrides)` returns a `pblczero.Net` message; `write_net` (net.writer)
-saves it. Shapes: "tiny", "t82", "bt4", "se", "apmish", "classical", "hybrid" (see `SHAPES`); every
+saves it. Shapes: "tiny", "t82", "bt4", "se", "se256x20", "apmish", "classical", "hybrid" (see `SHAPES`); every
 field of `NetShape` can be overridden (embedding, layers, heads, dff, filters, blocks, input_format,
 encoding, ...).
 
@@ -102,6 +102,9 @@ SHAPES: dict[str, dict] = {
     # SE residual tower, convolutional policy, WDL (maia-like)
     "se": dict(body="conv", filters=64, blocks=6, se_channels=8, policy="conv", mlh=False,
                default_activation="relu", multihead=False, input_format=1),
+    # T60-era classical tower: 256 filters, 20 SE blocks (SE ratio 8: 32 channels), conv policy, WDL
+    "se256x20": dict(body="conv", filters=256, blocks=20, se_channels=32, policy="conv", mlh=False,
+                     default_activation="relu", multihead=False, input_format=1),
     # SE tower + attention policy with a policy encoder (T79/T80 "apmish")
     "apmish": dict(body="conv", filters=64, blocks=4, se_channels=8, policy="attention", policy_embedding=64,
                    policy_d_model=64, policy_encoders=1, policy_encoder_heads=4, policy_encoder_dff=128,

@@ -66,18 +66,43 @@ def mha(qkv, n: int, dm: int, heads: int, bias=None):
     return o.transpose(0, 2, 1, 3).reshape(n * 64, dm)
 
 
-def im2col3x3(x, n: int, C: int):
+def conv3x3(x, w, b, n: int):
+    """Direct 3x3 convolution, zero padding 1: x [n*64, C] square-major, w OIHW [O, C, 3, 3] -> [n*64, O]."""
+    C = w.shape[1]
     xp = np.zeros((n, 10, 10, C))
     xp[:, 1:9, 1:9, :] = x.reshape(n, 8, 8, C)
-    cols = np.empty((n, 8, 8, 3, 3, C))
+    y = np.zeros((n, 8, 8, w.shape[0]))
     for kh in range(3):
         for kw in range(3):
-            cols[:, :, :, kh, kw, :] = xp[:, kh:kh + 8, kw:kw + 8, :]
-    return cols.reshape(n * 64, 9 * C)
+            y += xp[:, kh:kh + 8, kw:kw + 8, :] @ w[:, :, kh, kw].astype(np.float64).T
+    return (y + b).reshape(n * 64, w.shape[0])
 
 
-def se_pool(z, n: int, C: int):
-    return z.reshape(n, 64, C).astype(np.float64).mean(axis=1)
+def winograd_in(x, n: int, C: int, Kp: int):
+    """V [36, 4n, Kp]: B^T d B of each 6x6 patch (tile t = tr*2 + tf of board b at row b*4 + t)."""
+    from lc0_rocm.gpu.nn.conv import WINO_BT
+
+    xp = np.zeros((n, 12, 12, Kp))
+    xp[:, 1:9, 1:9, :C] = x.reshape(n, 8, 8, C)
+    V = np.empty((6, 6, n, 4, Kp))
+    for t in range(4):
+        r0, f0 = (t >> 1) * 4, (t & 1) * 4
+        V[:, :, :, t, :] = np.einsum("ai,nijc,bj->abnc", WINO_BT, xp[:, r0:r0 + 6, f0:f0 + 6, :], WINO_BT,
+                                             optimize=True)
+    return V.reshape(36, 4 * n, Kp)
+
+
+def winograd_out(M, n: int, C: int):
+    """z [n*64, C] = A^T M A per tile (no bias) of M [36, 4n, >= C]."""
+    from lc0_rocm.gpu.nn.conv import WINO_AT
+
+    m = M[:, :, :C].reshape(6, 6, n, 4, C)
+    z = np.zeros((n, 8, 8, C))
+    for t in range(4):
+        r0, f0 = (t >> 1) * 4, (t & 1) * 4
+        z[:, r0:r0 + 4, f0:f0 + 4, :] = np.einsum("ia,abnc,jb->nijc", WINO_AT, m[:, :, :, t, :], WINO_AT,
+                                                              optimize=True)
+    return z.reshape(n * 64, C)
 
 
 def residual(z, skip, n: int, C: int, act: str, se=None):

@@ -27,6 +27,10 @@ MAX_MHA_DEPTH = 64
 ATTENTION_MAP_SIZE = 4288
 # attention kernels: t128 (the fast one) where mha_t128_ok, else simple (any depth <= 64); auto picks
 MHA_VARIANTS = ("auto", "simple", "t128")
+# the activations conv.hip is compiled for (CONV_ACT): a classical tower's are relu or mish (lc0's
+# DEFAULT_ACTIVATION), plus none for plain outputs
+CONV_ACTS = ("none", "relu", "mish")
+WINOGRAD_SE_MAX_C = 256  # conv.hip's winograd_out_se: one thread per channel, a block of at most 256
 
 
 def _aligned16(*bufs) -> bool:
@@ -195,31 +199,64 @@ class NnKernels:
 
     # ------------------------------------------------------------------ convolution tower
 
-    def im2col3x3(self, x, cols, n: int, C: int, stream=None):
-        """cols [n*64, 9*C] <- 3x3 patches of x [n*64, C] (zero padding), column (kh*3+kw)*C + c."""
-        self._need("x", x, n * 64 * C)
-        self._need("cols", cols, n * 64 * 9 * C)
-        total = n * 64 * 9 * C
-        if total >= 2**31:
-            raise ValueError(f"im2col3x3: {total} elements exceed the kernel's int32 range")
-        self._k("conv.hip", "im2col3x3").launch(_grid(total), BLOCK, (x, cols, np.int32(n), np.int32(C)),
-                                                stream=stream)
+    def _conv(self, name: str, act: str = "none"):
+        """A conv.hip kernel of the module compiled for activation `act` (CONV_ACT)."""
+        if act not in CONV_ACTS:
+            raise ValueError(f"convolution activation {act!r}: the conv kernels know {', '.join(CONV_ACTS)}")
+        return self._k("conv.hip", name, (f"-DCONV_ACT={act_code(act)}",))
 
-    def se_pool(self, z, pooled, n: int, C: int, stream=None):
-        """pooled [n, C] <- mean over the 64 squares of z [n*64, C]."""
-        self._need("z", z, n * 64 * C)
-        self._need("pooled", pooled, n * C)
-        self._k("conv.hip", "se_pool").launch(_grid(n * C), BLOCK, (z, pooled, np.int32(n), np.int32(C)),
-                                              stream=stream)
+    def winograd_in(self, x, V, n: int, C: int, ldx: int | None = None, Kp: int | None = None, stream=None):
+        """V [36, 4n, Kp] <- the Winograd F(4x4, 3x3) input transform of x [n*64, ldx] (channels 0..C-1;
+        channels C..Kp-1 of V are written 0)."""
+        ldx = C if ldx is None else ldx
+        Kp = -(-C // 8) * 8 if Kp is None else Kp
+        if ldx < C or Kp < C:
+            raise ValueError(f"winograd_in: ldx {ldx} and Kp {Kp} must be >= C {C}")
+        self._need("x", x, n * 64 * ldx)
+        self._need("V", V, 36 * 4 * n * Kp)
+        self._conv("winograd_in").launch(_grid(n * Kp), BLOCK, (x, np.int32(ldx), V, np.int32(n), np.int32(C),
+                                                                 np.int32(Kp)), stream=stream)
+
+    def winograd_out(self, M, ldm: int, y, n: int, C: int, act: str = "none", bias=None, skip=None,
+                     ldy: int | None = None, pooled=None, vnext=None, stream=None):
+        """z = A^T M A + bias per channel c < C (M [36, 4n, ldm]); pooled [n, C] <- mean of z over the board;
+        v = act(z + skip) (skip [n*64, C]); y [n*64, ldy] <- v; vnext [36, 4n, C] <- the input transform of
+        v (C % 8 == 0). Any of bias, skip, y, pooled, vnext may be None."""
+        ldy = C if ldy is None else ldy
+        if ldm < C or ldy < C:
+            raise ValueError(f"winograd_out: ldm {ldm} and ldy {ldy} must be >= C {C}")
+        if vnext is not None and C % 8:
+            raise ValueError(f"winograd_out: the next input transform needs C % 8 == 0, got {C}")
+        for what, buf, count in (("M", M, 36 * 4 * n * ldm), ("bias", bias, C), ("skip", skip, n * 64 * C),
+                                 ("y", y, n * 64 * ldy), ("pooled", pooled, n * C), ("vnext", vnext, 36 * 4 * n * C)):
+            self._need(what, buf, count)
+        self._conv("winograd_out", act).launch(
+            _grid(n * C), BLOCK, (M, np.int32(ldm), _p(bias), _p(skip), _p(y), np.int32(ldy), _p(pooled), _p(vnext),
+                                  np.int32(n), np.int32(C)), stream=stream)
+
+    def winograd_out_se(self, M, ldm: int, bias, skip, y, n: int, C: int, w1, b1, w2t, b2, H: int, act: str,
+                        vnext=None, stream=None):
+        """The SE residual block's end: z = A^T M A + bias; h = act(w1 [H, C] . mean_board(z) + b1);
+        t = w2t [H, 2C]^T . h + b2; y [n*64, C] <- act(sigmoid(t[:C]) * z + t[C:] + skip) (y may be skip);
+        vnext [36, 4n, C] <- its input transform (None: not written). C <= WINOGRAD_SE_MAX_C."""
+        if C > WINOGRAD_SE_MAX_C or (vnext is not None and C % 8):
+            raise ValueError(f"winograd_out_se: C = {C} (at most {WINOGRAD_SE_MAX_C}, a multiple of 8 with vnext)")
+        for what, buf, count in (("M", M, 36 * 4 * n * ldm), ("bias", bias, C), ("skip", skip, n * 64 * C),
+                                 ("y", y, n * 64 * C), ("w1", w1, H * C), ("b1", b1, H), ("w2t", w2t, 2 * H * C),
+                                 ("b2", b2, 2 * C), ("vnext", vnext, 36 * 4 * n * C)):
+            self._need(what, buf, count)
+        threads = -(-C // 64) * 64
+        self._conv("winograd_out_se", act).launch(
+            n, threads, (M, np.int32(ldm), bias, skip, y, _p(vnext), w1, b1, w2t, b2, np.int32(C), np.int32(H)),
+            shared=(C + H) * 4, stream=stream)
 
     def residual(self, z, skip, out, n: int, C: int, act: str, se=None, stream=None):
         """out = act(sigmoid(se[:, :C]) * z + se[:, C:] + skip), or act(z + skip) without se."""
         for what, buf, count in (("z", z, n * 64 * C), ("skip", skip, n * 64 * C), ("out", out, n * 64 * C),
                                  ("se", se, n * 2 * C)):
             self._need(what, buf, count)
-        self._k("conv.hip", "residual").launch(
-            _grid(n * 64 * C), BLOCK, (z, skip, _p(se), out, np.int32(n), np.int32(C), np.int32(act_code(act))),
-            stream=stream)
+        self._conv("residual", act).launch(
+            _grid(n * 64 * C), BLOCK, (z, skip, _p(se), out, np.int32(n), np.int32(C)), stream=stream)
 
     # ------------------------------------------------------------------ heads
 

@@ -91,6 +91,7 @@ class Context:
     weights: list = field(default_factory=list)
     side: Optional["SideStream"] = None  # a second stream for independent branches (smolgen)
     side_max_batch: int = 64  # above this the branches compete for the whole GPU: run them in line
+    conv_fuse_se: bool = True  # SE blocks end in one winograd_out_se kernel (conv.py), where the width allows
 
     @property
     def np_dtype(self):

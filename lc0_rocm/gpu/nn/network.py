@@ -151,7 +151,8 @@ class GpuNetwork:
 
     def __init__(self, net: NetDescription, device, dtype: str = "f16", max_batch: int = 1024,
                  gemm: Gemm | None = None, graphs: bool = True, mha_variant: str = "auto",
-                 vector_ln: bool = True, side_stream: bool = True, gemm_tune: bool = True, buckets: bool = True):
+                 vector_ln: bool = True, side_stream: bool = True, gemm_tune: bool = True, buckets: bool = True,
+                 conv_fuse_se: bool = True):
         itemsize = storage_type(dtype).itemsize
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -167,6 +168,7 @@ class GpuNetwork:
         ws = Workspace(device, itemsize)
         self.ctx = Context(device, dtype, gemm or Gemm(device, tune=gemm_tune),
                            NnKernels(device, dtype, mha_variant, vector_ln), stream, self.max_batch, ws)
+        self.ctx.conv_fuse_se = bool(conv_fuse_se)
         self._multi_device = device_count() > 1  # make the device current before each enqueue
         if side_stream and net.body is not None and any(e.mha.smolgen is not None for e in net.body.encoders):
             self.ctx.side = SideStream(device, self.ctx.gemm.workspace.nbytes if gemm else WORKSPACE_BYTES)

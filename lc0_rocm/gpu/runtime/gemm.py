@@ -8,6 +8,8 @@ Per (m, n, k, dtype, epilogue) a `_Plan` builds its descriptors once and picks a
 is asked for many candidates (split-K variants included) with a 32 MiB workspace; for m >= TUNE_MIN_M each
 is timed once on the caller's buffers and the fastest is kept, smaller GEMMs take the heuristic's first. The winner's rank in the heuristic's list is cached on disk per
 device (cache_root()/gemm/*.json); later processes ask the heuristic again and take that rank without timing.
+`batch` > 1 makes it strided-batched: `batch` independent products, operand i at x + i*m*k, w + i*n*k,
+y + i*m*n elements (the Winograd convolution's 36 products in one call).
 Every matmul is reported to the observers of `observe` (profilers) when there are any.
 """
 
@@ -33,6 +35,9 @@ REQUESTED_ALGOS = 64
 # tuning loop re-reads them from L2: timing there picks worse algorithms than the heuristic (measured
 # on H100 at batches 1 and 16), so small GEMMs take the heuristic's first choice.
 TUNE_MIN_M = 4096
+# Strided-batched GEMMs (Winograd's 36 products of [4n, K] x [K, N]) are tuned from 16 positions (m = 64)
+# up: their filters are small and L2-resident in a forward pass too.
+TUNE_MIN_M_BATCHED = 64
 ALIGN = 16  # bytes; every operand pointer must be aligned to this
 EPILOGUES = {  # (act, has_bias) -> hipblasLtEpilogue_t member
     ("none", False): "HIPBLASLT_EPILOGUE_DEFAULT",
@@ -53,8 +58,9 @@ def _i32(v) -> np.ndarray:
 class _Plan:
     """Descriptors for one GEMM shape and the chosen algorithm (24 bytes kept alive in `algo`)."""
 
-    def __init__(self, gemm: "Gemm", m: int, n: int, k: int, dtype: str, act: str, has_bias: bool):
+    def __init__(self, gemm: "Gemm", m: int, n: int, k: int, dtype: str, act: str, has_bias: bool, batch: int = 1):
         self.gemm, self.m, self.n, self.k, self.dtype, self.act, self.has_bias = gemm, m, n, k, dtype, act, has_bias
+        self.batch = batch
         self.desc = self.a = self.b = self.d = None
         self.algo: np.ndarray | None = None
         self.algo_ms: float | None = None
@@ -71,6 +77,11 @@ class _Plan:
         self.a = lt_call("hipblasLtMatrixLayoutCreate", data_type, k, n, k)  # w: k×n col-major, ld k
         self.b = lt_call("hipblasLtMatrixLayoutCreate", data_type, k, m, k)  # x: k×m col-major, ld k
         self.d = lt_call("hipblasLtMatrixLayoutCreate", data_type, n, m, n)  # y: n×m col-major, ld n
+        if batch > 1:
+            lay = lambda name: hip_enum("hipblaslt", "hipblasLtMatrixLayoutAttribute_t", f"HIPBLASLT_MATRIX_LAYOUT_{name}")
+            for layout, stride in ((self.a, n * k), (self.b, m * k), (self.d, m * n)):
+                for name, value in (("BATCH_COUNT", _i32(batch)), ("STRIDED_BATCH_OFFSET", np.array([stride], np.int64))):
+                    lt_call("hipblasLtMatrixLayoutSetAttribute", layout, lay(name), value, value.nbytes)
 
     def _set(self, attr, value: np.ndarray) -> None:
         lt_call("hipblasLtMatmulDescSetAttribute", self.desc, attr, value, value.nbytes)
@@ -130,8 +141,9 @@ class Gemm:
 
     def linear(self, x: DeviceBuffer, w: DeviceBuffer, y: DeviceBuffer, m: int, n: int, k: int,
                bias: DeviceBuffer | None = None, act: str = "none", dtype: str = "f16", stream=None,
-               workspace: DeviceBuffer | None = None) -> None:
-        """y[m,n] = act(x[m,k] @ w[n,k].T + bias[n]), all row-major, dtype 'f16' or 'f32'.
+               workspace: DeviceBuffer | None = None, batch: int = 1) -> None:
+        """y[m,n] = act(x[m,k] @ w[n,k].T + bias[n]), all row-major, dtype 'f16' or 'f32'; with `batch` > 1,
+        that many such products back to back in x, w and y (no bias or activation then).
 
         `workspace` (at least this handle's workspace size) replaces the handle's own, so GEMMs can
         run concurrently on two streams.
@@ -140,10 +152,13 @@ class Gemm:
             raise GemmError(f"unsupported dtype {dtype!r} (f16, f32)", m, n, k, dtype)
         if (act, bias is not None) not in EPILOGUES:
             raise GemmError(f"unsupported epilogue activation {act!r} (none, relu, gelu)", m, n, k, dtype)
-        if min(m, n, k) < 1:
+        if min(m, n, k, batch) < 1:
             raise GemmError("every dimension must be positive", m, n, k, dtype)
+        if batch > 1 and (bias is not None or act != "none"):
+            raise GemmError("a batched GEMM takes no bias or activation", m, n, k, dtype)
         size = STORAGE_TYPES[dtype].itemsize
-        for name, buf, count in (("x", x, m * k), ("w", w, n * k), ("y", y, m * n), ("bias", bias, n)):
+        for name, buf, count in (("x", x, batch * m * k), ("w", w, batch * n * k), ("y", y, batch * m * n),
+                                 ("bias", bias, n)):
             if buf is None:
                 continue
             if buf.nbytes < count * size:
@@ -151,7 +166,7 @@ class Gemm:
             if buf.ptr % ALIGN:
                 raise GemmError(f"{name} at 0x{buf.ptr:x} is not {ALIGN}-byte aligned", m, n, k, dtype)
         s = stream or self.device.stream
-        plan = self._plan(m, n, k, dtype, act, bias is not None, x, w, y, bias, s, workspace)
+        plan = self._plan(m, n, k, dtype, act, bias is not None, x, w, y, bias, s, workspace, batch)
         plan.set_bias(bias)
         if workspace is not None and workspace.nbytes < self.workspace.nbytes:
             raise GemmError(f"workspace of {workspace.nbytes} bytes, needs {self.workspace.nbytes}", m, n, k, dtype)
@@ -164,31 +179,33 @@ class Gemm:
                 plan.set_bias(bias)
                 plan.run(x, w, y, plan.algo, st, workspace)
 
-            observe.notify(observe.Launch("gemm", f"gemm {m}x{n}x{k} {dtype} {act}", plan, (x, w, y, bias),
+            label = f"gemm {m}x{n}x{k} {dtype} {act}" + (f" x{batch}" if batch > 1 else "")
+            observe.notify(observe.Launch("gemm", label, plan, (x, w, y, bias),
                                           replay=replay))
         if stream is None:
             s.synchronize()
 
-    def plan_info(self, m: int, n: int, k: int, dtype: str = "f16", act: str = "none", has_bias: bool = False):
+    def plan_info(self, m: int, n: int, k: int, dtype: str = "f16", act: str = "none", has_bias: bool = False,
+                  batch: int = 1):
         """(candidates timed or 0 if from cache, chosen algo's tuned ms or None) of a made plan."""
-        p = self.plans[(m, n, k, dtype, act, has_bias)]
+        p = self.plans[(m, n, k, dtype, act, has_bias) + ((batch,) if batch > 1 else ())]
         return p.candidates, p.algo_ms
 
     # ------------------------------------------------------------------ plans and tuning
 
-    def _plan(self, m, n, k, dtype, act, has_bias, x, w, y, bias, stream, workspace=None) -> _Plan:
-        key = (m, n, k, dtype, act, has_bias)
+    def _plan(self, m, n, k, dtype, act, has_bias, x, w, y, bias, stream, workspace=None, batch=1) -> _Plan:
+        key = (m, n, k, dtype, act, has_bias) + ((batch,) if batch > 1 else ())
         plan = self.plans.get(key)
         if plan is not None:
             return plan
         with self._lock:
-            plan = _Plan(self, m, n, k, dtype, act, has_bias)
+            plan = _Plan(self, m, n, k, dtype, act, has_bias, batch)
             cands = plan.heuristic()
             if len(cands) == 0:
                 plan.destroy()
                 raise GemmError("hipBLASLt found no algorithm", m, n, k, dtype)
-            tag = f"{m},{n},{k},{dtype},{act},{int(has_bias)}"
-            tuned = self.tune and m >= TUNE_MIN_M
+            tag = f"{m},{n},{k},{dtype},{act},{int(has_bias)}" + (f",x{batch}" if batch > 1 else "")
+            tuned = self.tune and m >= (TUNE_MIN_M if batch == 1 else TUNE_MIN_M_BATCHED)
             cached = self._load_cache().get(tag) if tuned else None  # not tuned: the heuristic's pick
             if cached and cached.get("count") == len(cands) and 0 <= cached.get("rank", -1) < len(cands):
                 rank = int(cached["rank"])
@@ -208,7 +225,7 @@ class Gemm:
         from .stream import Event
 
         best, best_ms = 0, float("inf")
-        flops = 2.0 * plan.m * plan.n * plan.k
+        flops = 2.0 * plan.m * plan.n * plan.k * plan.batch
         reps = max(2, min(20, int(2e10 / flops)))  # about 20 GFLOP of work per candidate, 2 to 20 runs
         for i, cand in enumerate(cands):
             algo = np.frombuffer(bytearray(cand["algo"].tobytes()), dtype=np.uint8)
