@@ -499,7 +499,7 @@ def _force_playout(s: Search, ucis: list[str]):
         slot = wk.new_batch(1)
         dq = np.zeros(4)
         if wk.extend(t, s.stats, s._packed, s.ev.cache.arrays, slot, node, depth, 0, root,
-                     np.zeros(wk.MAX_MOVES, np.int16), dq) == 1:
+                     np.zeros(wk.MAX_MOVES, np.int16), dq, np.zeros((1, 5), np.int64), np.zeros(1, np.uint64)) == 1:
             from lc0_rocm.encoding.packed import PackedPlanes
             out = s.ev.backend.evaluate(PackedPlanes(slot.masks[:1], slot.values[:1], slot.transform[:1]))
             mlh = out.mlh if out.mlh is not None else out.q
@@ -620,3 +620,21 @@ def test_a_net_giving_nan_still_gets_a_legal_bestmove():
     s.run()
     assert got and got[0] in chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1").legal_moves
     assert s.error is not None  # the failed report is kept for the UCI layer to print
+
+
+def test_parallel_extension_gives_the_same_tree(monkeypatch):
+    """A pick's new leaves extended on numba's threads (`worker.extend_leaves`, forced on here with two
+    threads and every pick) make the same tree as one thread: the search stays lc0's, visit for visit."""
+    from lc0_rocm.search import search as search_mod
+
+    ev = evaluator(DEFAULT)
+    params = SearchParams(minibatch_size=64, pipeline=False, smart_pruning_factor=0)
+    trees = []
+    for workers in (1, 2):
+        monkeypatch.setattr(search_mod, "extension_workers", lambda w=workers: w)
+        monkeypatch.setattr(search_mod, "PARALLEL_MIN_LEAVES", 1)
+        ev.cache.clear()
+        s = search(ev, None, ["e2e4", "c7c5"], nodes=600, params=params)
+        trees.append([(c.n, c.wl, c.d) if c is not None else None for c in s.root.children])
+        assert s.cache_hits > 0 and s.batches < 600 // 4
+    assert trees[0] == trees[1]

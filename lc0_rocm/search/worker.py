@@ -30,13 +30,14 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
+import numba
 import numpy as np
 
 from . import encode as enc
 from . import nncache
 from . import rules
 from . import score as sc
-from .jit import jit, jit_alloc
+from .jit import jit, jit_alloc, jit_parallel
 from .params import (P_CACHE_HISTORY, P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FILL, P_FPU, P_FPU_ABSOLUTE,
                      P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT, P_INPUT_FORMAT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC,
                      P_ML_SCALED, P_ML_SLOPE, P_ML_THRESHOLD, P_MLH, P_STICKY, P_TEMPERATURE, P_TWO_FOLD,
@@ -493,25 +494,29 @@ def cache_hit(t, s, p, c, node, slot, codes, dq):
     return 0
 
 
+LEAF_TERMINAL, LEAF_CACHED, LEAF_BATCH = 0, 1, 2  # what `extend_leaf` found (info[i, 0])
+
+
 @jit
-def extend(t, s, p, c, b, node, depth, j, root, codes, dq):
-    """First visit of `node`: terminal check, NN cache, or row j of the batch. Returns 1 when the
-    node went into the batch; 0 when it was a terminal or a cache hit, to be backed up out of
-    order: then dq = (kind 0 terminal / 1 cache, q, d, m)."""
+def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, keys, i):
+    """The part of a first visit that writes only `node` itself, so that distinct leaves can be
+    extended in parallel: its position, legal moves (into `codes`), the terminal rules (a terminal is
+    made here), the tablebase test and the NN-cache lookup; a leaf for the network gets its planes in
+    masks/values[row]. info[i] = (LEAF_*, cache slot, move count, transform, tablebase mark); keys[i]
+    the cache key."""
     if node != root:
         set_child_position(t, node)
     ncodes, check = rules.legal_moves(t.bbs[node], t.black[node], t.castling[node], t.ep[node],
                                       t.meta[M_960] != 0, codes)
+    info[i, 0] = LEAF_TERMINAL
     if ncodes == 0:
-        make_terminal(t, node, WIN if check else DRAW, 0.0, END_OF_GAME, root)
-        dq[0] = 0.0
-        return 0
+        make_terminal(t, node, WIN if check else DRAW, 0.0, END_OF_GAME, root)  # no parent write: not a loss
+        return
     if node != root:
         plies, kind = draw_by_rule(t, p, node, depth)
         if kind != NON_TERMINAL:
             make_terminal(t, node, DRAW, plies, kind, root)
-            dq[0] = 0.0
-            return 0
+            return
     hist = int(p[P_CACHE_HISTORY])
     key = np.uint64(0)
     tb = 0
@@ -521,32 +526,75 @@ def extend(t, s, p, c, b, node, depth, j, root, codes, dq):
             occ |= t.bbs[node, k]
         if popcount(occ) <= p[P_TB_PIECES]:
             tb = TB_PENDING  # lc0 probes such a position before its cache: no cache lookup
+    info[i, 2] = ncodes
+    info[i, 4] = tb
     if hist < 7:
         key = history_key(t, node, hist)
+        keys[i] = key
         if tb == 0:
             slot = nncache.lookup(c, key)
             if slot >= 0:
-                return cache_hit(t, s, p, c, node, slot, codes, dq)
+                info[i, 0] = LEAF_CACHED
+                info[i, 1] = slot
+                return
     tr = enc.encode(node, t.parent, t.bbs, t.castling, t.black, t.ep, t.rule50, t.reps, t.meta[M_STARTPOS] != 0,
-                    int(p[P_INPUT_FORMAT]), int(p[P_FILL]), b.masks[j], b.values[j])
+                    int(p[P_INPUT_FORMAT]), int(p[P_FILL]), masks[row], values[row])
+    info[i, 3] = tr
     if hist >= 7:
         # the transform is part of the key: a position and its mirror image encode alike
-        key = enc.input_hash(b.masks[j], b.values[j], t.black[node], t.ep[node]) ^ mix64(np.uint64(tr + 1))
+        key = enc.input_hash(masks[row], values[row], t.black[node], t.ep[node]) ^ mix64(np.uint64(tr + 1))
+        keys[i] = key
         if tb == 0:
             slot = nncache.lookup(c, key)
             if slot >= 0:
-                return cache_hit(t, s, p, c, node, slot, codes, dq)
+                info[i, 0] = LEAF_CACHED
+                info[i, 1] = slot
+                return
+    info[i, 0] = LEAF_BATCH
+
+
+@jit
+def commit_leaf(t, s, p, c, b, node, depth, j, codes, masks, values, row, info, keys, i, dq, copy):
+    """The shared part of a first visit extended by `extend_leaf`: a cache hit's edges, or row j of
+    the batch (planes copied from masks/values[row] with `copy`, else already there). Returns 1 when the
+    node went into the batch; 0 when it was a terminal or a cache hit, to be backed up out of order:
+    then dq = (kind 0 terminal / 1 cache, q, d, m)."""
+    kind = info[i, 0]
+    if kind == LEAF_TERMINAL:
+        dq[0] = 0.0
+        return 0
+    if kind == LEAF_CACHED:
+        return cache_hit(t, s, p, c, node, info[i, 1], codes, dq)
+    if copy:
+        for k in range(NUM_PLANES):
+            b.masks[j, k] = masks[row, k]
+            b.values[j, k] = values[row, k]
+    ncodes = info[i, 2]
     b.node[j] = node
     b.depth[j] = depth
-    b.key[j] = key
-    b.transform[j] = tr
+    b.key[j] = keys[i]
+    b.transform[j] = info[i, 3]
     b.black[j] = t.black[node]
-    b.tb[j] = tb
+    b.tb[j] = info[i, 4]
     b.ncodes[j] = ncodes
     for k in range(ncodes):
         b.codes[j, k] = codes[k]
     s[S_IN_FLIGHT] += 1
     return 1
+
+
+@jit
+def extend(t, s, p, c, b, node, depth, j, root, codes, dq, info, keys):
+    """First visit of `node`, alone: `extend_leaf` into row j of the batch, then `commit_leaf`."""
+    extend_leaf(t, p, c, node, depth, root, codes, b.masks, b.values, j, info, keys, 0)
+    return commit_leaf(t, s, p, c, b, node, depth, j, codes, b.masks, b.values, j, info, keys, 0, dq, False)
+
+
+@jit_parallel
+def extend_leaves(t, p, c, nodes, depths, n, root, codes, masks, values, info, keys):
+    """`extend_leaf` for n distinct leaves at once (numba's threads; leaf i: codes[i], planes in row i)."""
+    for i in numba.prange(n):
+        extend_leaf(t, p, c, nodes[i], depths[i], root, codes[i], masks, values, i, info, keys, i)
 
 
 # --------------------------------------------------------------------------------------------
@@ -894,11 +942,12 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, out_node, 
 
 @jit
 def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, best_i, cap, max_ooo, collisions_left,
-           node_limit, stop, w):
+           node_limit, stop, w, par_min):
     """Fill batch `b` with up to `cap` leaves (see the module docstring); returns the leaves in it.
     Root moves outside `allowed` (searchmoves, when `use_allowed`) or hopeless with `remaining`
     playouts left against the best move `best_i` are not searched (`allowed`: move codes). `w` is a work area (`WorkArrays`;
-    its kept_* arrays hold at least collisions_left + 1 entries)."""
+    its kept_* arrays hold at least collisions_left + 1 entries). A pick with at least `par_min` new
+    leaves (0: never) extends them in parallel (`extend_leaves`); the tree is the same either way."""
     root = t.meta[M_ROOT]
     count = 0
     ooo = 0
@@ -907,6 +956,8 @@ def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, best_i, cap
     in_order = p[P_OUT_OF_ORDER] == 0.0
     codes = w.codes
     dq = w.dq
+    info = w.ext_info
+    keys = w.ext_keys
     b.dcount[0] = 0
     while count + b.dcount[0] < cap and ooo < max_ooo and stop[0] == 0:
         limit = min(collisions_left, cap - count - b.dcount[0], max_ooo - ooo)
@@ -923,13 +974,35 @@ def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, best_i, cap
                          w.out_mx, w.stack_node, w.stack_k, w.stack_depth, w.started, w.util, w.score, w.vtp,
                          w.hs, w.hi)
         s[S_DESCENTS] += 1
+        # enough new leaves: their node-local extension (moves, rules, cache lookup, planes) in parallel
+        nleaf = 0
+        if par_min > 0:
+            for k in range(npk):
+                node = w.out_node[k]
+                if w.out_k[k] == 0 and t.n[node] == 0 and t.term[node] == NON_TERMINAL:
+                    w.ext_node[nleaf] = node
+                    w.ext_depth[nleaf] = w.out_depth[k]
+                    nleaf += 1
+            if nleaf >= par_min:
+                extend_leaves(t, p, c, w.ext_node, w.ext_depth, nleaf, root, w.ext_codes, w.ext_masks, w.ext_values,
+                              info, keys)
+            else:
+                nleaf = 0
+        ei = 0
         ndef = 0
         for k in range(npk):
             if w.out_k[k] == 0:  # a visit
                 node = w.out_node[k]
                 depth = w.out_depth[k]
-                if t.n[node] == 0 and t.term[node] == NON_TERMINAL:
-                    if extend(t, s, p, c, b, node, depth, count, root, codes, dq) == 1:
+                prepared = ei < nleaf and w.ext_node[ei] == node  # extended above (pick order)
+                if prepared or (t.n[node] == 0 and t.term[node] == NON_TERMINAL):
+                    if prepared:
+                        r = commit_leaf(t, s, p, c, b, node, depth, count, w.ext_codes[ei], w.ext_masks,
+                                        w.ext_values, ei, info, keys, ei, dq, True)
+                        ei += 1
+                    else:
+                        r = extend(t, s, p, c, b, node, depth, count, root, codes, dq, info, keys)
+                    if r == 1:
                         count += 1
                         continue
                     if in_order:
@@ -1022,7 +1095,8 @@ def back_up_deferred(t, s, p, b, k, root):
 WorkArrays = namedtuple("WorkArrays", ["codes", "dq", "skip", "out_node", "out_depth", "out_k", "out_mx", "stack_node",
                                        "stack_k", "stack_depth", "started", "util", "score", "vtp", "hs", "hi",
                                        "def_node", "def_depth", "def_kind", "def_q", "def_d", "def_m",
-                                       "kept_node", "kept_visits"])
+                                       "kept_node", "kept_visits", "ext_node", "ext_depth", "ext_codes", "ext_masks",
+                                       "ext_values", "ext_info", "ext_keys"])
 
 
 def new_work(max_limit: int, max_kept: int) -> WorkArrays:
@@ -1036,7 +1110,10 @@ def new_work(max_limit: int, max_kept: int) -> WorkArrays:
                       vtp=z(MAX_MOVES, np.int64), hs=z(MAX_MOVES, np.float64), hi=z(MAX_MOVES, np.int64),
                       def_node=z(n, np.int64), def_depth=z(n, np.int64), def_kind=z(n, np.int64),
                       def_q=z(n, np.float64), def_d=z(n, np.float64), def_m=z(n, np.float64),
-                      kept_node=z(max_kept + 16, np.int64), kept_visits=z(max_kept + 16, np.int64))
+                      kept_node=z(max_kept + 16, np.int64), kept_visits=z(max_kept + 16, np.int64),
+                      ext_node=z(n, np.int64), ext_depth=z(n, np.int64), ext_codes=z((n, MAX_MOVES), np.int16),
+                      ext_masks=z((n, NUM_PLANES), np.uint64), ext_values=z((n, NUM_PLANES), np.float32),
+                      ext_info=z((n, 5), np.int64), ext_keys=z(n, np.uint64))
 
 
 # --------------------------------------------------------------------------------------------
