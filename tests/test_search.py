@@ -621,20 +621,3 @@ def test_a_net_giving_nan_still_gets_a_legal_bestmove():
     assert got and got[0] in chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1").legal_moves
     assert s.error is not None  # the failed report is kept for the UCI layer to print
 
-
-def test_parallel_extension_gives_the_same_tree(monkeypatch):
-    """A pick's new leaves extended on numba's threads (`worker.extend_leaves`, forced on here with two
-    threads and every pick) make the same tree as one thread: the search stays lc0's, visit for visit."""
-    from lc0_rocm.search import search as search_mod
-
-    ev = evaluator(DEFAULT)
-    params = SearchParams(minibatch_size=64, pipeline=False, smart_pruning_factor=0)
-    trees = []
-    for workers in (1, 2):
-        monkeypatch.setattr(search_mod, "extension_workers", lambda w=workers: w)
-        monkeypatch.setattr(search_mod, "PARALLEL_MIN_LEAVES", 1)
-        ev.cache.clear()
-        s = search(ev, None, ["e2e4", "c7c5"], nodes=600, params=params)
-        trees.append([(c.n, c.wl, c.d) if c is not None else None for c in s.root.children])
-        assert s.cache_hits > 0 and s.batches < 600 // 4
-    assert trees[0] == trees[1]

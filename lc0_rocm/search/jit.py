@@ -61,9 +61,3 @@ def jit(fn):
 def jit_alloc(fn):
     """`jit` for a function that allocates arrays."""
     return numba.njit(cache=True, nogil=True)(fn)
-
-
-def jit_parallel(fn):
-    """`jit` for a function with a `numba.prange` loop, run on numba's threads (their number is the
-    calling thread's `numba.set_num_threads`)."""
-    return numba.njit(cache=True, nogil=True, _nrt=False, parallel=True)(fn)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import threading
 import time
 from collections import deque
@@ -28,7 +27,6 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import chess
-import numba
 import numpy as np
 
 from ..encoding.history import PositionState
@@ -43,7 +41,6 @@ from .params import P_TB_PIECES, SearchParams, batches_in_flight, collision_budg
 from .timemgr import IterationStats, SearchLimits, Stopper
 from .tree import DRAW, LOSS, TABLEBASE, WIN, NodeTree, NodeView
 
-PARALLEL_MIN_LEAVES = 32  # a pick with fewer new leaves extends them on the search thread
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _INT_MAX = 2**31 - 1
 _NO_STOP = np.zeros(1, dtype=np.int32)
@@ -243,10 +240,6 @@ class Search:
         self._in_flight: deque = deque()
         self._max_ooo = max(1, int(self.params.max_out_of_order_factor * self.minibatch))
         self._work = wk.new_work(max(cap, self._max_ooo), 64)
-        workers = extension_workers()
-        self._par_min = PARALLEL_MIN_LEAVES if workers > 1 else 0
-        if workers > 1:
-            numba.set_num_threads(workers)  # this thread's share of numba's pool
         self._apply_work = wk.new_apply_work()
         try:
             self._loop(pipeline, async_backend)
@@ -360,7 +353,7 @@ class Search:
         stop_flag = self._stop_flag if t.n[root] > 0 else _NO_STOP
         count = wk.gather(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, self._puct,
                           allowed, use_allowed, float(remaining), best_i, cap, self._max_ooo, collisions_left,
-                          int(min(self.limits.nodes, 2**62)), stop_flag, work, self._par_min)
+                          int(min(self.limits.nodes, 2**62)), stop_flag, work)
         slot.count = int(count)
         if self._packed[P_TB_PIECES] > 0:
             self._probe_tablebases(slot)
@@ -645,14 +638,6 @@ class Search:
                 self.error = e
         if self.on_bestmove is not None:
             self.on_bestmove(self.bestmove, self.pondermove)
-
-
-def extension_workers() -> int:
-    """Threads that extend a pick's new leaves (`worker.extend_leaves`): lc0's task workers for one
-    busy search thread, min(cores - 1, 4), plus the search thread itself; none on two cores or fewer,
-    where helpers that wait for work cost the search thread its core (docs/perf.md)."""
-    n = os.cpu_count() or 1
-    return 1 if n <= 2 else min(n - 1, 4) + 1
 
 
 def _display(params: SearchParams, root_black: bool) -> sc.Display:

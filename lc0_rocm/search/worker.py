@@ -30,14 +30,13 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
-import numba
 import numpy as np
 
 from . import encode as enc
 from . import nncache
 from . import rules
 from . import score as sc
-from .jit import jit, jit_alloc, jit_parallel
+from .jit import jit, jit_alloc
 from .params import (P_CACHE_HISTORY, P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FILL, P_FPU, P_FPU_ABSOLUTE,
                      P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT, P_INPUT_FORMAT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC,
                      P_ML_SCALED, P_ML_SLOPE, P_ML_THRESHOLD, P_MLH, P_STICKY, P_TEMPERATURE, P_TWO_FOLD,
@@ -499,8 +498,8 @@ LEAF_TERMINAL, LEAF_CACHED, LEAF_BATCH = 0, 1, 2  # what `extend_leaf` found (in
 
 @jit
 def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, keys, i):
-    """The part of a first visit that writes only `node` itself, so that distinct leaves can be
-    extended in parallel: its position, legal moves (into `codes`), the terminal rules (a terminal is
+    """The part of a first visit that writes only `node` itself (distinct leaves could be extended in
+    parallel; measured, not kept: docs/perf.md): its position, legal moves (into `codes`), the terminal rules (a terminal is
     made here), the tablebase test and the NN-cache lookup; a leaf for the network gets its planes in
     masks/values[row]. info[i] = (LEAF_*, cache slot, move count, transform, tablebase mark); keys[i]
     the cache key."""
@@ -588,13 +587,6 @@ def extend(t, s, p, c, b, node, depth, j, root, codes, dq, info, keys):
     """First visit of `node`, alone: `extend_leaf` into row j of the batch, then `commit_leaf`."""
     extend_leaf(t, p, c, node, depth, root, codes, b.masks, b.values, j, info, keys, 0)
     return commit_leaf(t, s, p, c, b, node, depth, j, codes, b.masks, b.values, j, info, keys, 0, dq, False)
-
-
-@jit_parallel
-def extend_leaves(t, p, c, nodes, depths, n, root, codes, masks, values, info, keys):
-    """`extend_leaf` for n distinct leaves at once (numba's threads; leaf i: codes[i], planes in row i)."""
-    for i in numba.prange(n):
-        extend_leaf(t, p, c, nodes[i], depths[i], root, codes[i], masks, values, i, info, keys, i)
 
 
 # --------------------------------------------------------------------------------------------
@@ -942,12 +934,11 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, out_node, 
 
 @jit
 def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, best_i, cap, max_ooo, collisions_left,
-           node_limit, stop, w, par_min):
+           node_limit, stop, w):
     """Fill batch `b` with up to `cap` leaves (see the module docstring); returns the leaves in it.
     Root moves outside `allowed` (searchmoves, when `use_allowed`) or hopeless with `remaining`
     playouts left against the best move `best_i` are not searched (`allowed`: move codes). `w` is a work area (`WorkArrays`;
-    its kept_* arrays hold at least collisions_left + 1 entries). A pick with at least `par_min` new
-    leaves (0: never) extends them in parallel (`extend_leaves`); the tree is the same either way."""
+    its kept_* arrays hold at least collisions_left + 1 entries)."""
     root = t.meta[M_ROOT]
     count = 0
     ooo = 0
@@ -974,34 +965,13 @@ def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, best_i, cap
                          w.out_mx, w.stack_node, w.stack_k, w.stack_depth, w.started, w.util, w.score, w.vtp,
                          w.hs, w.hi)
         s[S_DESCENTS] += 1
-        # enough new leaves: their node-local extension (moves, rules, cache lookup, planes) in parallel
-        nleaf = 0
-        if par_min > 0:
-            for k in range(npk):
-                node = w.out_node[k]
-                if w.out_k[k] == 0 and t.n[node] == 0 and t.term[node] == NON_TERMINAL:
-                    w.ext_node[nleaf] = node
-                    w.ext_depth[nleaf] = w.out_depth[k]
-                    nleaf += 1
-            if nleaf >= par_min:
-                extend_leaves(t, p, c, w.ext_node, w.ext_depth, nleaf, root, w.ext_codes, w.ext_masks, w.ext_values,
-                              info, keys)
-            else:
-                nleaf = 0
-        ei = 0
         ndef = 0
         for k in range(npk):
             if w.out_k[k] == 0:  # a visit
                 node = w.out_node[k]
                 depth = w.out_depth[k]
-                prepared = ei < nleaf and w.ext_node[ei] == node  # extended above (pick order)
-                if prepared or (t.n[node] == 0 and t.term[node] == NON_TERMINAL):
-                    if prepared:
-                        r = commit_leaf(t, s, p, c, b, node, depth, count, w.ext_codes[ei], w.ext_masks,
-                                        w.ext_values, ei, info, keys, ei, dq, True)
-                        ei += 1
-                    else:
-                        r = extend(t, s, p, c, b, node, depth, count, root, codes, dq, info, keys)
+                if t.n[node] == 0 and t.term[node] == NON_TERMINAL:
+                    r = extend(t, s, p, c, b, node, depth, count, root, codes, dq, info, keys)
                     if r == 1:
                         count += 1
                         continue
@@ -1095,8 +1065,7 @@ def back_up_deferred(t, s, p, b, k, root):
 WorkArrays = namedtuple("WorkArrays", ["codes", "dq", "skip", "out_node", "out_depth", "out_k", "out_mx", "stack_node",
                                        "stack_k", "stack_depth", "started", "util", "score", "vtp", "hs", "hi",
                                        "def_node", "def_depth", "def_kind", "def_q", "def_d", "def_m",
-                                       "kept_node", "kept_visits", "ext_node", "ext_depth", "ext_codes", "ext_masks",
-                                       "ext_values", "ext_info", "ext_keys"])
+                                       "kept_node", "kept_visits", "ext_info", "ext_keys"])
 
 
 def new_work(max_limit: int, max_kept: int) -> WorkArrays:
@@ -1111,9 +1080,7 @@ def new_work(max_limit: int, max_kept: int) -> WorkArrays:
                       def_node=z(n, np.int64), def_depth=z(n, np.int64), def_kind=z(n, np.int64),
                       def_q=z(n, np.float64), def_d=z(n, np.float64), def_m=z(n, np.float64),
                       kept_node=z(max_kept + 16, np.int64), kept_visits=z(max_kept + 16, np.int64),
-                      ext_node=z(n, np.int64), ext_depth=z(n, np.int64), ext_codes=z((n, MAX_MOVES), np.int16),
-                      ext_masks=z((n, NUM_PLANES), np.uint64), ext_values=z((n, NUM_PLANES), np.float32),
-                      ext_info=z((n, 5), np.int64), ext_keys=z(n, np.uint64))
+                      ext_info=z((1, 5), np.int64), ext_keys=z(1, np.uint64))
 
 
 # --------------------------------------------------------------------------------------------
