@@ -499,10 +499,10 @@ LEAF_TERMINAL, LEAF_CACHED, LEAF_BATCH = 0, 1, 2  # what `extend_leaf` found (in
 @jit
 def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, keys, i):
     """The part of a first visit that writes only `node` itself (distinct leaves could be extended in
-    parallel; measured, not kept: docs/perf.md): its position, legal moves (into `codes`), the terminal rules (a terminal is
-    made here), the tablebase test and the NN-cache lookup; a leaf for the network gets its planes in
-    masks/values[row]. info[i] = (LEAF_*, cache slot, move count, transform, tablebase mark); keys[i]
-    the cache key."""
+    parallel; measured, not kept: docs/perf.md): its position, legal moves (into `codes`), the
+    terminal rules (a terminal is made here), the tablebase test and the NN-cache lookup; a leaf for
+    the network gets its planes in masks/values[row]. info[i] = (LEAF_*, cache slot, move count,
+    transform, tablebase mark); keys[i] the cache key."""
     if node != root:
         set_child_position(t, node)
     ncodes, check = rules.legal_moves(t.bbs[node], t.black[node], t.castling[node], t.ep[node],
