@@ -49,6 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
+import lc0_rocm.search.jit  # noqa: E402,F401  (first: the search's numba cache folder is set before numba loads,
+#                                              which the random and trivial backends import too)
+
 from lc0_rocm.backends.base import Backend  # noqa: E402
 from lc0_rocm.backends.factory import BACKEND_NAMES  # noqa: E402
 from lc0_rocm.backends.replay import RecordingBackend, ReplayBackend, load_recording, save_recording  # noqa: E402

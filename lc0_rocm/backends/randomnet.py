@@ -10,7 +10,9 @@ lc0's: `seed` (0), `uniform` (false: true gives Q = D = 0 and equal logits), `de
 batch, 0), `input_mode` (the input format, default 1 = classical 112 planes, whatever the net's).
 The outputs are WDL without moves-left, as lc0's network declares. The hashing is compiled (numba,
 GIL released): all 1858 logits of every position, some 3-4 µs a position on one core (lc0 hashes only
-the legal moves' logits, when its search asks for them).
+the legal moves' logits, when its search asks for them). This module imports numba: a program that
+also searches imports `lc0_rocm.search` first, so that numba loads with the search's cache folder
+(the UCI engine and the tools do).
 """
 
 from __future__ import annotations
