@@ -74,13 +74,15 @@ def open_backend(net_or_path: Union[NetDescription, str, os.PathLike, None] = No
     check_backend_name(backend)  # before loading a large net
     opts = parse_backend_options(options)
     if isinstance(net_or_path, NetDescription):
-        return Evaluator(net_or_path, create_backend(backend, net_or_path, options, notify), opts)
+        be = create_backend(backend, net_or_path, options, notify)
+        return Evaluator(be.net, be, opts)
     # the start-position check runs on the chosen backend (a GPU does it in milliseconds where the
     # numpy reference takes seconds for a BT4-class net)
     net = load_net(net_or_path, check_outputs=False, **head_options(opts))
-    ev = Evaluator(net, create_backend(backend, net, options, notify), opts)
+    be = create_backend(backend, net, options, notify)
+    ev = Evaluator(be.net, be, opts)  # the backend's view of the net (random, trivial: lc0's formats)
     try:
-        _check_start_position(ev.backend, net)
+        _check_start_position(ev.backend, ev.net)
     except BaseException:
         ev.close()
         raise

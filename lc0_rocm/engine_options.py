@@ -27,7 +27,7 @@ class OptionError(ValueError):
     """A bad option name or value (one line, naming the option and what is allowed)."""
 
 
-BACKENDS = ("auto", "rocm-auto", "rocm", "rocm-fp16", "cpu")  # backends/factory.py: BACKEND_NAMES
+BACKENDS = ("auto", "rocm-auto", "rocm", "rocm-fp16", "cpu", "random", "trivial")  # backends/factory.py: BACKEND_NAMES
 SCORE_TYPES = ("centipawn", "centipawn_with_drawscore", "centipawn_2019", "centipawn_2018", "win_percentage",
                "Q", "W-L", "WDL_mu")
 DEFAULT_CONFIG_FILE = "lc0-rocm.config"
@@ -119,7 +119,8 @@ def _s(name, default="", flag="", help="", short="", hidden=False):
 SPECS: tuple[Spec, ...] = (
     _s("WeightsFile", "<default>", "weights", "network file; <default> is the bundled net", short="w"),
     _c("Backend", "auto", BACKENDS, "backend", "auto: the GPU when usable, else the CPU; rocm, rocm-fp16 and "
-       "rocm-auto need a GPU; cpu is the numpy reference", short="b"),
+       "rocm-auto need a GPU; cpu is the numpy reference; random and trivial are lc0's outputs without a "
+       "network (to measure the search alone)", short="b"),
     _s("BackendOptions", "", "backend-opts", "backend options, e.g. gpus=0,1,policy_head=vanilla", short="o"),
     _i("NNCacheSize", 2000000, 0, 999999999, "nncache", "positions kept in the NN cache"),
     _s("LogFile", "", "logfile", "write the UCI dialogue to this file (<stderr>: to the console)", short="l"),
@@ -128,8 +129,9 @@ SPECS: tuple[Spec, ...] = (
     _b("Ponder", False, help="the GUI may ask the engine to ponder"),
     _s("SyzygyPath", "", "syzygy-paths", f"Syzygy tablebase folders, separated by '{os.pathsep}'", short="s"),
     _b("SyzygyFastPlay", False, "syzygy-fast-play", "with DTZ tables, only the winning moves of shortest DTZ"),
-    _i("Threads", 0, 0, 128, "threads", "1: no pipelining (each batch gathered after the last one is "
-       "evaluated); other values: the next batch is gathered while the backend works", short="t"),
+    _i("Threads", 0, 0, 128, "threads", "search threads as lc0 counts them: the batches in flight at once "
+       "(1: each batch gathered after the last one is evaluated, lc0's deterministic setting; 0: automatic, 2)",
+       short="t"),
     _i("MinibatchSize", 0, 0, 1024, "minibatch-size", "positions per NN batch; 0: the backend's choice"),
     _f("CPuct", 1.745, 0.0, 100.0, "cpuct", "exploration constant of PUCT"),
     _f("CPuctBase", 38739.0, 1.0, 1e9, "cpuct-base", "visits over which cpuct grows"),
@@ -144,9 +146,9 @@ SPECS: tuple[Spec, ...] = (
        "FpuStrategy at the root (same: as elsewhere)", hidden=True),
     _f("FpuValueAtRoot", 1.0, -100.0, 100.0, "fpu-value-at-root", "FpuValue at the root (unless same)",
        hidden=True),
-    _i("CacheHistoryLength", 7, 0, 7, "cache-history-length",
-       "plies of history in the NN cache key (7: the whole network input; lc0's default 0 keys the current "
-       "position only)"),
+    _i("CacheHistoryLength", 0, 0, 7, "cache-history-length",
+       "plies of history in the NN cache key (0, lc0's: the current position only; 7: the whole network "
+       "input, so a cached evaluation is always the one the network would give)"),
     _i("MaxCollisionEvents", 917, 1, 65536, "max-collision-events",
        "declared by lc0 0.32 but not read by its search; accepted, no effect here either"),
     _i("MaxCollisionVisits", 80000, 1, 100000000, "max-collision-visits", "collision visits allowed per batch"),

@@ -707,7 +707,7 @@ class UciEngine:
             smart_pruning_factor=o("SmartPruningFactor"),
             smart_pruning_minimum_batches=o("SmartPruningMinimumBatches"),
             two_fold_draws=o("TwoFoldDraws"), sticky_endgames=o("StickyEndgames"),
-            pipeline=o("Threads") != 1, multipv=o("MultiPV"), per_pv_counters=o("PerPVCounters"),
+            pipeline=o("Threads") != 1, threads=o("Threads"), multipv=o("MultiPV"), per_pv_counters=o("PerPVCounters"),
             moves_left_max_effect=o("MovesLeftMaxEffect"), moves_left_threshold=o("MovesLeftThreshold"),
             moves_left_slope=o("MovesLeftSlope"), moves_left_constant_factor=o("MovesLeftConstantFactor"),
             moves_left_scaled_factor=o("MovesLeftScaledFactor"),

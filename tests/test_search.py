@@ -499,7 +499,7 @@ def _force_playout(s: Search, ucis: list[str]):
         slot = wk.new_batch(1)
         dq = np.zeros(4)
         if wk.extend(t, s.stats, s._packed, s.ev.cache.arrays, slot, node, depth, 0, root,
-                     np.zeros(wk.MAX_MOVES, np.int16), dq) == 1:
+                     np.zeros(wk.MAX_MOVES, np.int16), dq, np.zeros((1, 5), np.int64), np.zeros(1, np.uint64)) == 1:
             from lc0_rocm.encoding.packed import PackedPlanes
             out = s.ev.backend.evaluate(PackedPlanes(slot.masks[:1], slot.values[:1], slot.transform[:1]))
             mlh = out.mlh if out.mlh is not None else out.q
@@ -620,3 +620,4 @@ def test_a_net_giving_nan_still_gets_a_legal_bestmove():
     s.run()
     assert got and got[0] in chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1").legal_moves
     assert s.error is not None  # the failed report is kept for the UCI layer to print
+

@@ -66,7 +66,8 @@ def test_handshake_declares_lc0s_options():
         for name in OPTION_NAMES:
             assert name in eng.options, name
         o = eng.options
-        assert o["Backend"].type == "combo" and set(o["Backend"].var) == {"auto", "rocm-auto", "rocm", "rocm-fp16", "cpu"}
+        assert o["Backend"].type == "combo" and set(o["Backend"].var) == {"auto", "rocm-auto", "rocm", "rocm-fp16",
+                                                                          "cpu", "random", "trivial"}
         assert o["Backend"].default == "cpu"  # what -b gave (lc0 shows a flag's value as the default)
         assert o["WeightsFile"].default.endswith("bt-small-smolgen-pedense.pb.gz")
         assert o["ScoreType"].default == "WDL_mu" and "centipawn" in o["ScoreType"].var

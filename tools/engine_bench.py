@@ -24,6 +24,14 @@ Bench positions: startpos; a Ruy Lopez middlegame (1.e4 e5 2.Nf3 Nc6 3.Bb5 a6 4.
       --option '*:SmartPruningFactor=0' --option ours:MinibatchSize=256 \\
       --nodes 100000 --json bench.json
 
+Several net sizes in one run (lc0's table in docs/perf.md: Maia, t1, T82, BT4): `--nets
+maia=maia.pb.gz,t1=t1.pb.gz,...` runs every engine on every net, `{net}` in an engine's CMD standing for
+the net's path, and ends with one table of mean wall nps per net and engine with the ratios to the first:
+
+  python3 tools/engine_bench.py --nets maia=maia-1500.pb.gz,t1=t1.pb.gz,t82=t82.pb.gz,bt4=bt4.pb.gz \
+      --engine lc0=".dev/lc0/lc0 --backend=cuda-fp16 --weights={net}" \
+      --engine ours="python3 -m lc0_rocm.cli uci -w {net} -b rocm-fp16" --nodes 200000 --repeat 1
+
 --engine NAME=CMD (repeatable; CMD is split with shlex and run without a shell); --option
 NAME:KEY=VALUE sets a UCI option for engine NAME (`*` for every engine; python-chess checks it
 against the options the engine declares). Output: a markdown table (engine, position, nodes,
@@ -332,6 +340,43 @@ def markdown(specs: list[EngineSpec], positions: list[str], summary: dict, resul
     return "\n".join(out)
 
 
+def run_suite(args, specs: list[EngineSpec], pos_names: list[str], by_name: dict, chatter) -> int:
+    """The bench once per net of --nets; one table of mean wall nps per net and engine at the end."""
+    nets = [item.partition("=")[::2] for item in args.nets.split(",") if item.strip()]
+    rows, ok = [], True
+    for net_name, path in nets:
+        net_specs = [EngineSpec(s.name, [w.replace("{net}", path) for w in s.cmd], dict(s.options)) for s in specs]
+        results = []
+        for rep in range(args.repeat):
+            for pos in pos_names:
+                for spec in net_specs:
+                    r = run_one(spec, by_name[pos], rep, args, chatter)
+                    results.append(r)
+                    ok = ok and r.ok
+                    print(f"{net_name} {spec.name:>10} {pos:<10} rep {rep}: "
+                          + (f"wall nps {fmt_int(r.wall_nps)}, engine nps {fmt_int(r.engine_nps)}" if r.ok
+                             else f"FAILED: {r.error}"), file=sys.stderr, flush=True)
+        summary = summarize(net_specs, pos_names, results)
+        print(f"## net {net_name} ({path})\n" + markdown(net_specs, pos_names, summary, results, args.nodes) + "\n",
+              flush=True)
+        rows.append((net_name, summary))
+    ref = specs[0].name
+    print(f"## wall nps per net, go nodes {args.nodes}\n")
+    print("| net | " + " | ".join(s.name for s in specs) + " | " +
+          " | ".join(f"{s.name} ÷ {ref}" for s in specs[1:]) + " |")
+    print("|---|" + "---:|" * (2 * len(specs) - 1))
+    for net_name, summary in rows:
+        e = summary["engines"]
+        cells = [fmt_int(e[s.name]["mean_wall_nps"]) for s in specs]
+        ratios = [e[s.name]["wall_nps_vs_" + ref] for s in specs[1:]]
+        print(f"| {net_name} | " + " | ".join(cells) + " | " +
+              " | ".join("-" if r is None else f"{r:.2f}" for r in ratios) + " |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({n: s for n, s in rows}, f, indent=1, default=str)
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -347,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated subset of: " + ", ".join(p[0] for p in POSITIONS))
     ap.add_argument("--timeout", type=float, default=600.0,
                     help="seconds allowed for start-up+isready, for the warm-up and for the search each (default 600)")
+    ap.add_argument("--nets", default="", metavar="NAME=PATH,...",
+                    help="run the whole bench once per net ({net} in the engines' CMD is its path)")
     ap.add_argument("--json", metavar="FILE", help="write every number here")
     ap.add_argument("--quiet", action="store_true",
                     help="don't echo the engines' stderr and stray output (still kept in --json)")
@@ -373,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
         if p not in by_name:
             ap.error(f"unknown position {p!r} (choose from {', '.join(by_name)})")
 
+    if args.nets:
+        return run_suite(args, specs, pos_names, by_name, chatter)
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     results: list[RunResult] = []
     for rep in range(args.repeat):

@@ -18,11 +18,16 @@ warm-up run):
                  in the recording (must be 0). --save FILE / --load FILE keep a recording (.npz).
       python3 tools/search_bench.py --weights ../shared/weights/maia-1900.pb.gz --backend cpu --replay
 
-  --vs-lc0       our `lc0-rocm uci` against `lc0 --backend=eigen` (the lc0 binary on PATH), both as UCI
+  --vs-lc0       our `lc0-rocm uci` against `lc0 --backend=eigen` (the lc0 binary on PATH; with --backend random
+                 or trivial, lc0's own random or trivial: the two searches alone), both as UCI
                  engines in subprocesses on the same machine in the same run, alternating: `ucinewgame`,
                  `position`, `go nodes N` per bench position; nps = nodes of the last info line over the
                  wall time from `go` to `bestmove` (and the engines' own reported nps).
       python3 tools/search_bench.py --weights ../shared/weights/maia-1900.pb.gz --vs-lc0 --nodes 2000
+      python3 tools/search_bench.py --backend random --vs-lc0 --nodes 200000 --positions 3
+
+  With --backend random or trivial (lc0's backends without a network) the nps mode measures the search
+  alone: wall µs per playout, batch fill and network evaluations per node.
 
 Settings common to all: MinibatchSize --minibatch (0 = the engine's default), SmartPruningFactor 0 (every
 search runs its full node count), the default NN cache.
@@ -44,6 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
+import lc0_rocm.search.jit  # noqa: E402,F401  (first: the search's numba cache folder is set before numba loads,
+#                                              which the random and trivial backends import too)
+
 from lc0_rocm.backends.base import Backend  # noqa: E402
 from lc0_rocm.backends.factory import BACKEND_NAMES  # noqa: E402
 from lc0_rocm.backends.replay import RecordingBackend, ReplayBackend, load_recording, save_recording  # noqa: E402
@@ -62,6 +70,9 @@ POSITIONS = [
 # In-process searches and raw evaluation
 
 
+THREADS = 0  # lc0's Threads for the in-process searches (--threads)
+
+
 def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipeline: bool = True):
     """One `go nodes N` from `position` with a fresh tree and NN cache: (search, wall seconds)."""
     from lc0_rocm.encoding.position import parse_position
@@ -76,7 +87,8 @@ def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipe
     h = parse_position(fen, moves)
     tree = NodeTree()
     tree.set_position(fen or "startpos", list(moves), h.last)
-    params = SearchParams(minibatch_size=minibatch, smart_pruning_factor=0, pipeline=pipeline)
+    params = SearchParams(minibatch_size=minibatch, smart_pruning_factor=0, pipeline=pipeline and THREADS != 1,
+                          threads=THREADS)
     s = Search(tree, h.board, h.first, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl,
                has_mlh=net.has_moves_left)
     t0 = time.perf_counter()
@@ -181,6 +193,8 @@ def mode_nps(args) -> None:
     print(f"{'search nps':<34}{med(search):>10.0f}   ({LAST_STATS['batches']} batches, mean "
           f"{LAST_STATS['nn_evals'] / max(1, LAST_STATS['batches']):.1f} positions)")
     print(f"{'search / raw serial':<34}{med(search) / med(raw):>10.2f}")
+    print(f"{'wall µs per playout':<34}{1e6 / med(search):>10.2f}   (search thread; with {backend.name} "
+          f"{'no network work' if backend.name in ('random', 'trivial') else 'the network in flight'})")
     print(f"{'batch fill (mean positions)':<34}{LAST_STATS['nn_evals'] / max(1, LAST_STATS['batches']):>10.1f}   "
           f"of {mb}")
     print(f"{'NN evaluations per node':<34}{LAST_STATS['nn_evals'] / max(1, LAST_STATS['playouts']):>10.3f}")
@@ -326,14 +340,16 @@ def mode_vs_lc0(args) -> None:
                  "--weights", weights, "--backend", args.backend]
     if args.backend_opts:
         ours_argv += ["--backend-opts", args.backend_opts]
-    lc0_argv = [lc0, f"--weights={weights}", "--backend=eigen"]
+    lc0_backend = args.backend if args.backend in ("random", "trivial") else "eigen"  # the search alone: the same
+    lc0_argv = [lc0, f"--weights={weights}", f"--backend={lc0_backend}"]
     print(f"search_bench vs lc0: {weights}, go nodes {args.nodes} x {len(positions)} positions, repeat {args.repeat}")
     print(f"machine: {describe_machine()}")
     print(f"ours: {' '.join(ours_argv[3:])} {ours_opts}")
     print(f"lc0:  {' '.join(lc0_argv)} {lc0_opts}")
     repo = str(Path(__file__).resolve().parent.parent)  # this checkout's lc0_rocm, installed or not
     env = {**os.environ, "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    engines = {"lc0-rocm": UciProcess(ours_argv, ours_opts, env), "lc0 eigen": UciProcess(lc0_argv, lc0_opts)}
+    lc0_name = f"lc0 {lc0_backend}"
+    engines = {"lc0-rocm": UciProcess(ours_argv, ours_opts, env), lc0_name: UciProcess(lc0_argv, lc0_opts)}
     results = {name: {"nps": [], "reported": []} for name in engines}
     try:
         for name, eng in engines.items():  # warm-up
@@ -356,7 +372,7 @@ def mode_vs_lc0(args) -> None:
     print(f"{'engine':<12}{'nps (wall)':>12}{'nps (info)':>12}")
     for name, r in results.items():
         print(f"{name:<12}{med(r['nps']):>12.0f}{med(r['reported']):>12.0f}")
-    print(f"ratio lc0-rocm / lc0: {med(results['lc0-rocm']['nps']) / med(results['lc0 eigen']['nps']):.2f}")
+    print(f"ratio lc0-rocm / lc0: {med(results['lc0-rocm']['nps']) / med(results[lc0_name]['nps']):.2f}")
 
 
 def main(argv=None) -> int:
@@ -366,6 +382,7 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", "-b", default="cpu", help=f"{', '.join(BACKEND_NAMES)} (default cpu)")
     ap.add_argument("--backend-opts", "-o", default="", help="lc0-style backend options")
     ap.add_argument("--minibatch", type=int, default=0, help="MinibatchSize (0: the backend's suggestion)")
+    ap.add_argument("--threads", type=int, default=0, help="Threads (batches in flight; 0: automatic, 1: none)")
     ap.add_argument("--nodes", type=int, default=2000, help="go nodes N per position (default 2000)")
     ap.add_argument("--positions", type=int, default=len(POSITIONS), help=f"bench positions (1..{len(POSITIONS)})")
     ap.add_argument("--repeat", type=int, default=3, help="timed repetitions (median reported)")
@@ -381,6 +398,8 @@ def main(argv=None) -> int:
     if not 1 <= args.positions <= len(POSITIONS) or args.nodes < 1 or args.repeat < 1 or args.batches < 1:
         ap.error("--positions, --nodes, --repeat and --batches must be positive (positions at most "
                  f"{len(POSITIONS)})")
+    global THREADS
+    THREADS = max(0, args.threads)
     if args.vs_lc0:
         mode_vs_lc0(args)
     elif args.replay:

@@ -8,6 +8,12 @@ Names (`BACKEND_NAMES`, in the order a UCI combo lists them; `DEFAULT_BACKEND` =
   rocm       GPU, fp32
   rocm-fp16  GPU, fp16
   rocm-auto  GPU, the GPU module picks the precision
+  random     lc0's `random`: outputs hashed from the inputs, no network work (`randomnet`)
+  trivial    lc0's `trivial`: fixed policy, Q from piece-square tables (`trivial`)
+random and trivial measure the search alone (beside `lc0 --backend=random`); like lc0's they ignore
+the weights (the net only names the engine's settings) and present lc0's network capabilities:
+input format `input_mode` (default 1, classical), WDL (random) or a plain value (trivial), no
+moves-left; the backend's `net` says so, and callers take the formats from it.
 The three rocm names need a GPU: without one they fail with one line (BackendError "no GPU: ...").
 Entry points (commands, tools, the engine) build backends through `lc0_rocm.api.open_backend`, which
 adds the weights file and the head options to this. The GPU module `lc0_rocm.backends.rocm` is imported only
@@ -40,7 +46,7 @@ if TYPE_CHECKING:  # kept light: the command line imports the names without nump
     from ..net.description import NetDescription
     from .base import Backend
 
-BACKEND_NAMES = ("auto", "cpu", "rocm", "rocm-fp16", "rocm-auto")
+BACKEND_NAMES = ("auto", "cpu", "rocm", "rocm-fp16", "rocm-auto", "random", "trivial")
 DEFAULT_BACKEND = "auto"
 _ROCM_PRECISION = {"rocm": "fp32", "rocm-fp16": "fp16", "rocm-auto": "auto"}
 
@@ -125,6 +131,14 @@ def create_backend(name: str, net: NetDescription, options: str = "",
     bool_option(opts, "mlh", True)  # checked here for every backend
     if name == "cpu":
         return _create_cpu(net, opts)
+    if name == "random":
+        from .randomnet import RandomBackend
+
+        return RandomBackend(net, opts)
+    if name == "trivial":
+        from .trivial import TrivialBackend
+
+        return TrivialBackend(net, opts)
     if name == "auto":
         ok, why = gpu_usable()
         if not ok:

@@ -1,7 +1,8 @@
 """Random-weight Lc0 networks of a named shape, in the real `pblczero.Net` format.
 
 `make_net(shape, seed=0, **overrides)` returns a `pblczero.Net` message; `write_net` (net.writer)
-saves it. Shapes: "tiny", "t82", "bt4", "se", "se256x20", "apmish", "classical", "hybrid" (see `SHAPES`); every
+saves it. Shapes: "tiny", "t1", "t82", "bt4", "se", "se256x20", "apmish", "classical", "hybrid" (see
+`SHAPES`); every
 field of `NetShape` can be overridden (embedding, layers, heads, dff, filters, blocks, input_format,
 encoding, ...).
 
@@ -94,6 +95,9 @@ SHAPES: dict[str, dict] = {
     "t82": dict(embedding=768, layers=15, heads=24, dff=1024, smolgen_hc=32, smolgen_hs=256, smolgen_g=256,
                 input_embedding="pe_map", gating=False, legacy=True, multihead=False,
                 ffn_activation="default", smolgen_activation="default", value_channels=32, mlh_channels=8),
+    # T1-256x10-sized transformer (lc0's small distilled nets): 256 wide, 10 encoders, 8 heads, smolgen, mish
+    "t1": dict(embedding=256, layers=10, heads=8, dff=512, smolgen_hc=32, smolgen_hs=256, smolgen_g=256,
+               value_channels=32, mlh_channels=8, multihead=False),
     # BT4-sized multihead transformer (about 190M parameters; generated on demand)
     "bt4": dict(embedding=1024, layers=15, heads=32, dff=1536, smolgen_hc=32, smolgen_hs=256, smolgen_g=256,
                 preproc_d=512, emb_dff=1536, policy_embedding=1024, policy_d_model=1024,

@@ -29,8 +29,8 @@ class NNEvaluator:
         self.policy_temperature = policy_temperature
         self.fill = "fen_only"  # HistoryFill; part of the planes, hence of the cache key
         # What identifies a cached evaluation: 7 = the whole network input (exact); L < 7 = the last
-        # L + 1 positions and their repetition counts (0 is lc0's key: the current position only).
-        self.cache_history_length = 7
+        # L + 1 positions and their repetition counts (0, lc0's default: the current position only).
+        self.cache_history_length = 0
         self.cache = NNCache(cache_size)
         self.index_tables = index_tables(tuple(range(16)))  # [black * 8 + transform, move code]
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nn-eval")

@@ -49,6 +49,7 @@ class SearchParams:
     two_fold_draws: bool = True
     sticky_endgames: bool = True
     pipeline: bool = True  # gather the next batch while the backend evaluates this one
+    threads: int = 0  # lc0's Threads: batches in flight with pipelining (0: automatic, 2)
     multipv: int = 1
     moves_left_max_effect: float = 0.0345
     moves_left_threshold: float = 0.8
@@ -105,6 +106,16 @@ class SearchParams:
         p[P_TB_PIECES] = 0.0  # set by the search when tablebases are open
         p[P_OUT_OF_ORDER] = float(self.out_of_order_eval)
         return p
+
+
+AUTO_THREADS = 2  # lc0's Threads 0 with a backend not on the CPU: one thread + 1
+
+
+def batches_in_flight(params: SearchParams) -> int:
+    """Batches a search keeps in flight: 1 without pipelining (Threads 1), else Threads (0: 2)."""
+    if not params.pipeline:
+        return 1
+    return max(1, params.threads or AUTO_THREADS)
 
 
 def suggested_minibatch(backend) -> int:

@@ -37,7 +37,7 @@ from . import rules
 from . import score as sc
 from . import worker as wk
 from .evaluator import NNEvaluator
-from .params import P_TB_PIECES, SearchParams, collision_budget, suggested_minibatch
+from .params import P_TB_PIECES, SearchParams, batches_in_flight, collision_budget, suggested_minibatch
 from .timemgr import IterationStats, SearchLimits, Stopper
 from .tree import DRAW, LOSS, TABLEBASE, WIN, NodeTree, NodeView
 
@@ -234,7 +234,7 @@ class Search:
             return
         async_backend = self.ev.backend.is_async
         pipeline = self.params.pipeline
-        self._max_in_flight = 2 if pipeline else 1
+        self._max_in_flight = batches_in_flight(self.params)
         cap = self.minibatch
         self._slots = [_Slot(cap) for _ in range(self._max_in_flight + 1)]
         self._in_flight: deque = deque()
@@ -574,7 +574,8 @@ class Search:
         fpu_value = params.fpu_value if params.fpu_value_at_root is None else params.fpu_value_at_root
         fpu_abs = params.fpu_absolute if params.fpu_absolute_at_root is None else params.fpu_absolute_at_root
         ds = self.display.draw_score
-        fpu = fpu_value if fpu_abs else -root.wl + ds * root.d - fpu_value * math.sqrt(vp)
+        # -GetQ(-draw_score) - ...: the sign of a zero as lc0 prints it
+        fpu = fpu_value if fpu_abs else -(root.wl - ds * root.d) - fpu_value * math.sqrt(vp)
         cpuct = params.cpuct
         if params.cpuct_factor:
             cpuct += params.cpuct_factor * _fast_log((root.n + params.cpuct_base) / params.cpuct_base)

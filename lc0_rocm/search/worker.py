@@ -493,25 +493,29 @@ def cache_hit(t, s, p, c, node, slot, codes, dq):
     return 0
 
 
+LEAF_TERMINAL, LEAF_CACHED, LEAF_BATCH = 0, 1, 2  # what `extend_leaf` found (info[i, 0])
+
+
 @jit
-def extend(t, s, p, c, b, node, depth, j, root, codes, dq):
-    """First visit of `node`: terminal check, NN cache, or row j of the batch. Returns 1 when the
-    node went into the batch; 0 when it was a terminal or a cache hit, to be backed up out of
-    order: then dq = (kind 0 terminal / 1 cache, q, d, m)."""
+def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, keys, i):
+    """The part of a first visit that writes only `node` itself (distinct leaves could be extended in
+    parallel; measured, not kept: docs/perf.md): its position, legal moves (into `codes`), the
+    terminal rules (a terminal is made here), the tablebase test and the NN-cache lookup; a leaf for
+    the network gets its planes in masks/values[row]. info[i] = (LEAF_*, cache slot, move count,
+    transform, tablebase mark); keys[i] the cache key."""
     if node != root:
         set_child_position(t, node)
     ncodes, check = rules.legal_moves(t.bbs[node], t.black[node], t.castling[node], t.ep[node],
                                       t.meta[M_960] != 0, codes)
+    info[i, 0] = LEAF_TERMINAL
     if ncodes == 0:
-        make_terminal(t, node, WIN if check else DRAW, 0.0, END_OF_GAME, root)
-        dq[0] = 0.0
-        return 0
+        make_terminal(t, node, WIN if check else DRAW, 0.0, END_OF_GAME, root)  # no parent write: not a loss
+        return
     if node != root:
         plies, kind = draw_by_rule(t, p, node, depth)
         if kind != NON_TERMINAL:
             make_terminal(t, node, DRAW, plies, kind, root)
-            dq[0] = 0.0
-            return 0
+            return
     hist = int(p[P_CACHE_HISTORY])
     key = np.uint64(0)
     tb = 0
@@ -521,32 +525,68 @@ def extend(t, s, p, c, b, node, depth, j, root, codes, dq):
             occ |= t.bbs[node, k]
         if popcount(occ) <= p[P_TB_PIECES]:
             tb = TB_PENDING  # lc0 probes such a position before its cache: no cache lookup
+    info[i, 2] = ncodes
+    info[i, 4] = tb
     if hist < 7:
         key = history_key(t, node, hist)
+        keys[i] = key
         if tb == 0:
             slot = nncache.lookup(c, key)
             if slot >= 0:
-                return cache_hit(t, s, p, c, node, slot, codes, dq)
+                info[i, 0] = LEAF_CACHED
+                info[i, 1] = slot
+                return
     tr = enc.encode(node, t.parent, t.bbs, t.castling, t.black, t.ep, t.rule50, t.reps, t.meta[M_STARTPOS] != 0,
-                    int(p[P_INPUT_FORMAT]), int(p[P_FILL]), b.masks[j], b.values[j])
+                    int(p[P_INPUT_FORMAT]), int(p[P_FILL]), masks[row], values[row])
+    info[i, 3] = tr
     if hist >= 7:
         # the transform is part of the key: a position and its mirror image encode alike
-        key = enc.input_hash(b.masks[j], b.values[j], t.black[node], t.ep[node]) ^ mix64(np.uint64(tr + 1))
+        key = enc.input_hash(masks[row], values[row], t.black[node], t.ep[node]) ^ mix64(np.uint64(tr + 1))
+        keys[i] = key
         if tb == 0:
             slot = nncache.lookup(c, key)
             if slot >= 0:
-                return cache_hit(t, s, p, c, node, slot, codes, dq)
+                info[i, 0] = LEAF_CACHED
+                info[i, 1] = slot
+                return
+    info[i, 0] = LEAF_BATCH
+
+
+@jit
+def commit_leaf(t, s, p, c, b, node, depth, j, codes, masks, values, row, info, keys, i, dq, copy):
+    """The shared part of a first visit extended by `extend_leaf`: a cache hit's edges, or row j of
+    the batch (planes copied from masks/values[row] with `copy`, else already there). Returns 1 when the
+    node went into the batch; 0 when it was a terminal or a cache hit, to be backed up out of order:
+    then dq = (kind 0 terminal / 1 cache, q, d, m)."""
+    kind = info[i, 0]
+    if kind == LEAF_TERMINAL:
+        dq[0] = 0.0
+        return 0
+    if kind == LEAF_CACHED:
+        return cache_hit(t, s, p, c, node, info[i, 1], codes, dq)
+    if copy:
+        for k in range(NUM_PLANES):
+            b.masks[j, k] = masks[row, k]
+            b.values[j, k] = values[row, k]
+    ncodes = info[i, 2]
     b.node[j] = node
     b.depth[j] = depth
-    b.key[j] = key
-    b.transform[j] = tr
+    b.key[j] = keys[i]
+    b.transform[j] = info[i, 3]
     b.black[j] = t.black[node]
-    b.tb[j] = tb
+    b.tb[j] = info[i, 4]
     b.ncodes[j] = ncodes
     for k in range(ncodes):
         b.codes[j, k] = codes[k]
     s[S_IN_FLIGHT] += 1
     return 1
+
+
+@jit
+def extend(t, s, p, c, b, node, depth, j, root, codes, dq, info, keys):
+    """First visit of `node`, alone: `extend_leaf` into row j of the batch, then `commit_leaf`."""
+    extend_leaf(t, p, c, node, depth, root, codes, b.masks, b.values, j, info, keys, 0)
+    return commit_leaf(t, s, p, c, b, node, depth, j, codes, b.masks, b.values, j, info, keys, 0, dq, False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -907,6 +947,8 @@ def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, best_i, cap
     in_order = p[P_OUT_OF_ORDER] == 0.0
     codes = w.codes
     dq = w.dq
+    info = w.ext_info
+    keys = w.ext_keys
     b.dcount[0] = 0
     while count + b.dcount[0] < cap and ooo < max_ooo and stop[0] == 0:
         limit = min(collisions_left, cap - count - b.dcount[0], max_ooo - ooo)
@@ -929,7 +971,8 @@ def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, best_i, cap
                 node = w.out_node[k]
                 depth = w.out_depth[k]
                 if t.n[node] == 0 and t.term[node] == NON_TERMINAL:
-                    if extend(t, s, p, c, b, node, depth, count, root, codes, dq) == 1:
+                    r = extend(t, s, p, c, b, node, depth, count, root, codes, dq, info, keys)
+                    if r == 1:
                         count += 1
                         continue
                     if in_order:
@@ -1022,7 +1065,7 @@ def back_up_deferred(t, s, p, b, k, root):
 WorkArrays = namedtuple("WorkArrays", ["codes", "dq", "skip", "out_node", "out_depth", "out_k", "out_mx", "stack_node",
                                        "stack_k", "stack_depth", "started", "util", "score", "vtp", "hs", "hi",
                                        "def_node", "def_depth", "def_kind", "def_q", "def_d", "def_m",
-                                       "kept_node", "kept_visits"])
+                                       "kept_node", "kept_visits", "ext_info", "ext_keys"])
 
 
 def new_work(max_limit: int, max_kept: int) -> WorkArrays:
@@ -1036,7 +1079,8 @@ def new_work(max_limit: int, max_kept: int) -> WorkArrays:
                       vtp=z(MAX_MOVES, np.int64), hs=z(MAX_MOVES, np.float64), hi=z(MAX_MOVES, np.int64),
                       def_node=z(n, np.int64), def_depth=z(n, np.int64), def_kind=z(n, np.int64),
                       def_q=z(n, np.float64), def_d=z(n, np.float64), def_m=z(n, np.float64),
-                      kept_node=z(max_kept + 16, np.int64), kept_visits=z(max_kept + 16, np.int64))
+                      kept_node=z(max_kept + 16, np.int64), kept_visits=z(max_kept + 16, np.int64),
+                      ext_info=z((1, 5), np.int64), ext_keys=z(1, np.uint64))
 
 
 # --------------------------------------------------------------------------------------------
