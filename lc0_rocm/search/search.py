@@ -249,8 +249,9 @@ class Search:
                 self._revert(slot)
 
     def _loop(self, pipeline: bool, async_backend: bool) -> None:
+        stalled = False  # the last round gathered nothing and nothing is in flight
         while not self._stopping():
-            if not pipeline and self.playouts > 0:
+            if not pipeline and (self.playouts > 0 or stalled):
                 # lc0's order without pipelining: gather, evaluate, back up, then ask the stoppers, so
                 # that no further gathering (and its out-of-order visits) happens after the last batch
                 stop = self._check_stop()
@@ -279,6 +280,9 @@ class Search:
                     self._throttle()
             elif not self._in_flight and gathered == 0 and self.in_flight == 0 and self.root.n == 0:
                 time.sleep(0.001)  # nothing to do yet (cannot normally happen)
+            # nothing gathered, nothing pending: only the stoppers can end this (e.g. a node limit a
+            # reused tree already reached), so the next round asks them first
+            stalled = gathered == 0 and not self._in_flight
             root_n = int(self.tree.arrays.n[self._root_row()])
             if pipeline or root_n == 0:
                 stop = self._check_stop() if root_n > 0 else ""
