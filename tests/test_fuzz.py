@@ -805,6 +805,7 @@ class SessionDriver:
         self.running: _Owed | None = None  # the search running now, if it owes a bestmove
         self.pending: list[_Owed] = []  # owed, not yet answered, in order
         self.readyoks = 0
+        self.net_ok = True  # whether the engine can load its net with the options it holds
         self.rc = None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -940,6 +941,8 @@ class SessionDriver:
                 self.shadow.set("TimeManager", "legacy")
         if spec.name == "WeightsFile" and value == "":
             self.shadow.set("WeightsFile", "<default>")
+        if spec.name in ("WeightsFile", "Backend", "BackendOptions"):
+            self.net_ok = _net_loads(self.shadow["WeightsFile"], self.shadow["Backend"], self.shadow["BackendOptions"])
 
     def _owe_running(self) -> None:
         """The running search is stopped by this command and answers."""
@@ -1033,7 +1036,7 @@ class SessionDriver:
         owed = _Owed(board, searchmoves, kind, line)
         self.pending.append(owed)
         self.send(line)
-        no_search = board is None or not legal or self.shadow["WeightsFile"] != SESSION_NET
+        no_search = board is None or not legal or not self.net_ok
         if no_search:
             self.wait_answers("a go that cannot search")
         else:
@@ -1076,6 +1079,21 @@ class SessionDriver:
             self.fail(f"readyok {self.readyoks} for {isready} isready; run() returned {self.rc}")
 
 
+@functools.lru_cache(maxsize=None)
+def _net_loads(weights: str, backend: str, options: str) -> bool:
+    """Whether open_backend accepts these settings (what the engine's `go` will find)."""
+    from lc0_rocm.api import open_backend
+    from lc0_rocm.errors import Lc0RocmError
+
+    if weights == "<default>":
+        return True
+    try:
+        open_backend(weights, backend, options, notify=lambda message: None).close()
+    except (Lc0RocmError, OSError):
+        return False
+    return True
+
+
 def _legal_uci(board: chess.Board, tok: str) -> bool:
     try:
         return bool(board.parse_uci(tok))
@@ -1088,7 +1106,7 @@ def run_session(seed: int, steps: int, tmp: Path) -> None:
     try:
         drv.send("uci")
         drv.send("isready")
-        if not drv.drain(lambda ln: ln == "readyok", 300.0):  # a first start compiles the search
+        if not drv.drain(lambda ln: ln == "readyok", 900.0):  # a first start compiles the search
             drv.fail("no readyok at start")
         for _ in range(steps):
             drv.step()
