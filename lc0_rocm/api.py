@@ -11,16 +11,17 @@ written; the commands (`eval`, `validate`, `backendbench`), the tools and the UC
 `open_backend`. The backend names and the auto policy are `backends.factory`'s.
 
 Positions are python-chess `chess.Board`s (their move stack is the history the net sees), FEN strings
-("startpos" or "" = the start position) or `(fen, moves)` pairs (fen None = the start position, moves
-UCI strings or `chess.Move`s). A Board, a string or such a pair is one position and gives one
+("startpos" = the start position; an empty or blank string is an error, not the start position) or
+`(fen, moves)` pairs (fen None = the start position, moves a list of UCI strings or `chess.Move`s). A Board, a string or such a pair is one position and gives one
 `Evaluation`; a list (or any other iterable) of them gives a list, evaluated in batches of the
 backend's `max_batch`. An Evaluation is exactly what `lc0-rocm eval --json` prints (`to_json()`):
 the policy is the softmax at temperature 1 (exact exp) of the raw logits over the legal moves,
 sorted high to low; WDL, Q and moves-left are from the side to move's view.
 
 Bad input raises the package's one-line errors (`lc0_rocm.errors`): PositionError for a bad FEN,
-move or position type, NetFormatError for a missing or unreadable net, BackendError for an unknown
-backend, bad options or no GPU.
+move or position type (bytes, a blank FEN, a pair whose moves are one string), NetFormatError for a
+missing or unreadable net, ArgumentError for a net argument that is neither a NetDescription, a path
+nor None, BackendError for an unknown backend, bad options or no GPU.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .backends.base import Backend
 from .backends.factory import (DEFAULT_BACKEND, check_backend_name, create_backend, head_options,
                                parse_backend_options)
 from .encoding.outputs import NetOutputs
-from .errors import BackendError, NetFormatError, PositionError
+from .errors import ArgumentError, BackendError, NetFormatError, PositionError
 from .net.description import NetDescription
 
 __all__ = ["Evaluation", "Evaluator", "load_net", "open_backend"]
@@ -51,6 +52,7 @@ def load_net(path: Union[str, os.PathLike, None] = None, check_outputs: bool = T
     from .default_net import default_net_path
     from .net import loader
 
+    _check_net_argument(path, "load_net", allow_description=False)
     path = default_net_path() if path is None else path
     try:
         net = loader.load_net(path, **head_options)
@@ -71,6 +73,7 @@ def open_backend(net_or_path: Union[NetDescription, str, os.PathLike, None] = No
     `options` is lc0's backend-options string ("policy_head=optimistic,gpus=0,1"); its heads choose
     what a path is loaded with (a NetDescription must already have been loaded with them).
     `notify(message)` receives auto's fallback notice (default: one line on stderr)."""
+    _check_net_argument(net_or_path, "open_backend")
     check_backend_name(backend)  # before loading a large net
     opts = parse_backend_options(options)
     if isinstance(net_or_path, NetDescription):
@@ -87,6 +90,14 @@ def open_backend(net_or_path: Union[NetDescription, str, os.PathLike, None] = No
         ev.close()
         raise
     return ev
+
+
+def _check_net_argument(value: Any, function: str, allow_description: bool = True) -> None:
+    """ArgumentError unless `value` is None, a str or os.PathLike path (or a NetDescription)."""
+    if value is None or isinstance(value, (str, os.PathLike)) or (allow_description and isinstance(value, NetDescription)):
+        return
+    what = "a NetDescription, a weights path or None" if allow_description else "a weights path or None"
+    raise ArgumentError(f"{function}: expected {what}, got {type(value).__name__} {value!r:.40}")
 
 
 def _check_start_position(backend, net: NetDescription) -> None:
@@ -213,9 +224,22 @@ def _is_iterable(x: Any) -> bool:
 
 
 def _is_single(positions: Any) -> bool:
-    if isinstance(positions, (chess.Board, str)):
+    if isinstance(positions, (chess.Board, str, bytes, bytearray)):
         return True
-    return isinstance(positions, tuple) and _is_pair(positions)
+    return isinstance(positions, tuple) and (_is_pair(positions) or _is_pair_with_move_string(positions))
+
+
+def _is_pair_with_move_string(p: Any) -> bool:
+    """(None, "e2e4 ..."): a (fen, moves) pair whose moves are one string, not a list of moves."""
+    return (isinstance(p, tuple) and len(p) == 2 and p[0] is None and isinstance(p[1], str))
+
+
+def _fen_text(fen: str) -> str:
+    """A FEN string as given; PositionError for an empty or blank one (a blank CSV cell is not the
+    start position: "startpos" is)."""
+    if not fen.strip():
+        raise PositionError("empty FEN string (give a FEN, or 'startpos' for the start position)")
+    return fen
 
 
 def _history(p: Any, index: Optional[int]):
@@ -226,9 +250,17 @@ def _history(p: Any, index: Optional[int]):
         if isinstance(p, chess.Board):
             return _board_history(p)
         if isinstance(p, str):
-            return parse_position(p, [])
+            return parse_position(_fen_text(p), [])
+        if isinstance(p, (bytes, bytearray)):
+            raise PositionError(f"expected a FEN string, got {type(p).__name__} (decode it first: "
+                                f"{bytes(p[:20])!r}{'...' if len(p) > 20 else ''})")
+        if _is_pair_with_move_string(p):
+            raise PositionError(f"the moves of a (fen, moves) pair must be a list of UCI moves, got the string "
+                                f"{p[1]!r:.40} (write [{p[1].split()[0]!r}, ...] if it is moves)"
+                                if p[1].split() else "the moves of a (fen, moves) pair must be a list, got ''")
         if _is_pair(p):
             fen, moves = p
+            fen = _fen_text(fen) if isinstance(fen, str) else fen
             return parse_position(fen, [m.uci() if isinstance(m, chess.Move) else m for m in moves])
         raise PositionError(f"expected a chess.Board, a FEN string or a (fen, moves) pair, got {type(p).__name__}")
     except PositionError as e:

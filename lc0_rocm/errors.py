@@ -32,6 +32,11 @@ class CompileError(GpuError):
         self.log = log
 
 
+class ArgumentError(Lc0RocmError, TypeError):
+    """A function of the public API got an argument of a type it does not take (e.g. a number for a
+    weights path)."""
+
+
 class TablebaseError(Lc0RocmError):
     """A SyzygyPath entry is not a directory, holds no Syzygy tables, or holds a damaged table file."""
 

@@ -320,8 +320,11 @@ class UciEngine:
         self.send("uciok")
 
     def cmd_isready(self, args: str) -> None:
-        if self.search is None or not self.search.running:
-            self.ensure_net()
+        try:
+            if self.search is None or not self.search.running:
+                self.ensure_net()
+        except Exception as e:  # reported; the GUI still gets its readyok (it waits for one)
+            self.error(f"isready: {type(e).__name__}: {one_line(e)}")
         self.send("readyok")
 
     def cmd_setoption(self, args: str) -> None:
@@ -344,6 +347,15 @@ class UciEngine:
             except ValueError as e:
                 self.options.set("TimeManager", previous)
                 raise UciError(f"option TimeManager: {e}") from None
+        elif name == "Contempt":
+            from .search.params import contempt_value
+
+            try:  # every entry read now (a `name=value` one as if that opponent played), not at `go`
+                for entry in value.split(","):
+                    contempt_value(entry.split("=", 1)[0] if "=" in entry else "", entry, 0.0)
+            except ValueError as e:
+                self.options.set("Contempt", previous)
+                raise UciError(f"option Contempt: {e}") from None
         elif name == "WeightsFile" and value in ("", "<default>", "<autodiscover>"):
             from .default_net import default_net_path
 
@@ -384,6 +396,7 @@ class UciEngine:
         return _Position(fen, list(moves), history, chess960, board)
 
     def cmd_go(self, args: str) -> None:
+        received = time.monotonic()  # the clock counts from here, as the GUI's does
         try:
             go = parse_go(args)
         except UciError as e:
@@ -402,16 +415,16 @@ class UciEngine:
         self._recover_from_fault()
         if not self.ensure_net():
             self.error("no network loaded; cannot search")
-            self._send_fallback_bestmove()
+            self._send_fallback_bestmove(go.searchmoves)
             return
         if not self._search_compiled_for(go):
             return
         try:
-            self._start_search(go)
+            self._start_search(go, received)
         except Exception as e:  # the GUI still gets its bestmove: the first legal move
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             self.error(msg if isinstance(e, Lc0RocmError) else f"search failed to start: {type(e).__name__}: {msg}")
-            self._send_fallback_bestmove()
+            self._send_fallback_bestmove(go.searchmoves)
 
     def _search_compiled_for(self, go: GoParams) -> bool:
         """Whether `go` may search now (the compiled search is loaded). While the first start's
@@ -433,7 +446,7 @@ class UciEngine:
                 self._send_policy_move(go)
             except Exception as e:  # the GUI still gets its bestmove
                 self.error(f"search failed to start: {type(e).__name__}: {one_line(e)}")
-                self._send_fallback_bestmove()
+                self._send_fallback_bestmove(go.searchmoves)
             return False
         self.note("waiting for the search's first-start compile")
         bg.ready.wait()
@@ -463,12 +476,21 @@ class UciEngine:
         self.send(f"info depth 1 seldepth 1 time {ms} nodes 1 score cp {cp} pv {best}")
         self.send(f"bestmove {best}")
 
-    def _send_fallback_bestmove(self) -> None:
-        """The answer to a `go` that could not search: the first legal move of the position, or
-        `(none)` without a position or a legal move."""
+    def _send_fallback_bestmove(self, searchmoves: tuple = ()) -> None:
+        """The answer to a `go` that could not search: the first legal move of the position (of its
+        legal `searchmoves`, if any), or `(none)` without a position or a legal move."""
         legal = None
         if self.position is not None:
-            legal = next(iter(self.position.board.legal_moves), None)
+            board = self.position.board
+            legal = next(iter(board.legal_moves), None)
+            for tok in searchmoves:
+                try:
+                    move = board.parse_uci(tok)
+                except ValueError:
+                    continue
+                if move:
+                    legal = move
+                    break
         elif self.position_error is None:
             import chess
 
@@ -477,6 +499,9 @@ class UciEngine:
 
     def cmd_stop(self, args: str) -> None:
         if self.search is not None:
+            with self._bestmove_lock:
+                # a stopped search owes its bestmove: a `go` that follows at once must not abort it
+                self._search_aborted = None
             self.search.stop()
 
     def cmd_ponderhit(self, args: str) -> None:
@@ -655,7 +680,12 @@ class UciEngine:
                 self.tablebases.close()
             self.tablebases = None
             self._tb_key = key
-            self.tablebases = Tablebases.open(key)
+            skipped: list = []
+            self.tablebases = Tablebases.open(key, skipped=skipped)
+            # as lc0 (SyzygyTablebase::init): what cannot be read is reported once and left out; the
+            # search uses the tables found, or none
+            for problem in skipped:
+                self.error(str(problem))
             if self.tablebases is not None:
                 self.note(f"Syzygy tablebases found: up to {self.tablebases.max_pieces} pieces")
         return self.tablebases
@@ -672,14 +702,17 @@ class UciEngine:
         lasts the game otherwise)."""
         from .search.timemgr import make_time_manager
 
+        from .search.timemgr import engine_move_overhead_ms
+
         key = self.opt("TimeManager")
+        overhead = engine_move_overhead_ms(self.opt("MoveOverheadMs"))  # our own latency kept back too
         if self.time_manager is None or key != self._tm_key:
             try:
-                self.time_manager = make_time_manager(key, self.opt("MoveOverheadMs"))
+                self.time_manager = make_time_manager(key, overhead)
             except ValueError as e:
                 raise UciError(f"option TimeManager: {e}") from None
             self._tm_key = key
-        self.time_manager.move_overhead_ms = self.opt("MoveOverheadMs")
+        self.time_manager.move_overhead_ms = overhead
         return self.time_manager
 
     # ---- search
@@ -719,7 +752,7 @@ class UciEngine:
             ram_limit_mb=o("RamLimitMb"), solid_tree_threshold=o("SolidTreeThreshold"),
         )
 
-    def _start_search(self, go: GoParams) -> None:
+    def _start_search(self, go: GoParams, received: Optional[float] = None) -> None:
         import chess
 
         from .search.search import Search
@@ -731,9 +764,13 @@ class UciEngine:
         searchmoves = []
         for tok in go.searchmoves:
             try:
-                searchmoves.append(board.parse_uci(tok))
+                move = board.parse_uci(tok)
             except ValueError:
+                move = None
+            if not move:  # python-chess parses `0000` as the null move, which is no root move
                 self.error(f"go searchmoves: {tok!r} is not a legal move here; ignored")
+                continue
+            searchmoves.append(move)
         tablebases = self._ensure_tablebases()
         params = self._params(go, black)
         if self.opt("ContemptMode") == "play" and go.infinite and params.wdl_rescale_diff != 0.0:
@@ -783,6 +820,8 @@ class UciEngine:
             score_type=self.opt("ScoreType"),
             tablebases=tablebases, game_board=pos.history.board,
         )
+        if received is not None:  # the time limits count from the `go`, not from the search's start
+            self.search.limits_origin = min(self.search.limits_origin, received)
         self.search.start()
 
     def _send_infos(self, lines, chess960: bool) -> None:

@@ -30,7 +30,7 @@ from lc0_rocm.backends.factory import BACKEND_NAMES, gpu_usable
 from lc0_rocm.encoding.planes import encode_positions
 from lc0_rocm.encoding.policy_map import legal_move_indices
 from lc0_rocm.encoding.position import parse_position
-from lc0_rocm.errors import BackendError, Lc0RocmError, NetFormatError, PositionError
+from lc0_rocm.errors import ArgumentError, BackendError, Lc0RocmError, NetFormatError, PositionError
 from lc0_rocm.reference import forward
 
 from netpaths import MAIA_NETS, REPO, WEIGHTS_DIR, require_shared
@@ -345,7 +345,15 @@ def test_auto_without_gpu_is_cpu_with_one_notice(capsys):
     ([chess.Board(), 42], PositionError, "position 2: expected a chess.Board"),
     (42, PositionError, "expected a chess.Board"),
     (chess.Board("8/8/8/4k3/8/8/8/8 w - - 0 1"), PositionError, "no white king"),
-], ids=["fen", "no-king", "illegal", "bad-uci", "batch", "type-in-batch", "type", "board"])
+    ("", PositionError, "empty FEN string"),  # a blank CSV cell is not the start position
+    (" \t", PositionError, "empty FEN string"),
+    (["startpos", ""], PositionError, "position 2: empty FEN string"),
+    (("", ["e2e4"]), PositionError, "empty FEN string"),
+    (chess.STARTING_FEN.encode(), PositionError, "got bytes (decode it first"),
+    ((None, "e2e4"), PositionError, "must be a list of UCI moves, got the string 'e2e4'"),
+    ((None, "e2e4 e7e5"), PositionError, "must be a list of UCI moves"),
+], ids=["fen", "no-king", "illegal", "bad-uci", "batch", "type-in-batch", "type", "board", "empty", "blank",
+        "empty-in-batch", "empty-in-pair", "bytes", "moves-string", "moves-string-2"])
 def test_bad_positions_are_one_line_position_errors(bt, positions, error, needle):
     with pytest.raises(error) as info:
         bt.evaluate(positions)
@@ -367,7 +375,9 @@ def test_board_with_an_illegal_pushed_move_is_a_position_error(bt):
     (lambda: api.open_backend(BT_SMALL, "cpu", "garbage"), BackendError, "bad backend option"),
     (lambda: api.open_backend(BT_SMALL, "cpu", "policy_head=nope"), Lc0RocmError, "nope"),
     (lambda: api.open_backend(BT_SMALL, "cpu", "mlh=maybe"), BackendError, "mlh"),
-], ids=["backend", "missing", "not-a-net", "directory", "options", "head", "mlh"])
+    (lambda: api.open_backend(12345), ArgumentError, "expected a NetDescription, a weights path or None, got int"),
+    (lambda: api.load_net(b"net.pb.gz"), ArgumentError, "expected a weights path or None, got bytes"),
+], ids=["backend", "missing", "not-a-net", "directory", "options", "head", "mlh", "net-int", "net-bytes"])
 def test_bad_nets_and_backends_are_one_line_package_errors(call, error, needle):
     with pytest.raises(error) as info:
         call()

@@ -3,7 +3,10 @@
 Outcome classes for a mutated net: one clean `NetFormatError` with a one-line message, or a
 `NetDescription` whose start-position evaluation is finite; any other exception, any escaping
 warning, or more than `HANG_S` seconds for one example fails. For the UCI engine: `run()` returns 0,
-every output line is a UCI line, and every `go` gets exactly one `bestmove`.
+every output line is a UCI line, and every `go` gets exactly one `bestmove`: for streams of noise
+without a net, and for whole sessions on a small net (section "UCI sessions on a net": option noise,
+go/stop/position/ponderhit interleavings, tree reuse, degenerate limits, checked against a
+python-chess model of the position), plus the recorded session in ../shared/repro.
 
 Budgets (hypothesis settings profiles registered below):
 - default (CI): `fuzz-ci`, a few dozen examples per test, `derandomize=True` (the same examples on
@@ -27,6 +30,7 @@ import time
 import warnings
 import zlib
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -714,3 +718,450 @@ def test_fuzz_stdin_bytes_subprocess(env_name, env_vars):
     assert "Traceback" not in err, err[-4000:]
     out = p.stdout.decode("utf-8", "replace")
     check_uci_output(out, best, ready)
+
+
+# ------------------------------------------------------------------------------------ UCI sessions on a net
+
+# Whole sessions against a real (small, committed) net on the cpu backend, driven step by step as a
+# GUI drives the engine: every listed option set to noise (valid and invalid values), positions that
+# continue the game (tree reuse), new and broken positions, Chess960, go with every limit (degenerate
+# ones too: nodes 0 and below, depth 0, movetime 0, a clock at 0, searchmoves 0000 or illegal), stop,
+# ponder and ponderhit, a go at once after a stop, isready during searches. A python-chess model of
+# the position says what is legal. The property: exactly one bestmove per go that owes one (a go the
+# engine searches or cannot search, a stopped search, a search ended by `position` or `quit`; not a
+# go infinite or ponder replaced by the next go, which lc0 aborts too), in order, each legal in the
+# position its go searched (and among its legal searchmoves); every finite go answers without a
+# `stop`; isready always gets readyok; every output line is UCI. A failure prints the session.
+
+import queue  # noqa: E402
+import threading  # noqa: E402
+
+import chess  # noqa: E402
+
+SESSION_NET = str(REPO / "weights" / "se-classical-small.pb.gz")
+SYZYGY = REPO.parent / "shared" / "syzygy"
+ANSWER_S = 20.0  # a finite go unanswered this long (or a stopped one) is a hang, on a loaded 2-core CI
+FENS_960 = ["bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9",
+            "nrkbqrbn/pppppppp/8/8/8/8/PPPPPPPP/NRKBQRBN w FBfb - 0 1"]
+FENS = ["r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q2/PPPBBPPP/R3K2R w KQkq - 0 1",
+        "8/8/8/4k3/8/8/8/KQ6 w - - 0 1", "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1",
+        "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1",  # stalemate: no legal move
+        "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"]
+
+
+class _LineQueueIn:
+    """stdin for an in-process engine: lines put by the driver; "" (end of input) after close()."""
+
+    def __init__(self):
+        self.q: queue.Queue = queue.Queue()
+
+    def readline(self) -> str:
+        return self.q.get()
+
+
+class _LineQueueOut:
+    """stdout for an in-process engine: each finished line onto a queue (and kept)."""
+
+    def __init__(self):
+        self.q: queue.Queue = queue.Queue()
+        self.lines: list[str] = []
+        self._buf = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._buf += text
+            while "\n" in self._buf:
+                line, self._buf = self._buf.split("\n", 1)
+                self.lines.append(line)
+                self.q.put(line)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+class _Owed:
+    """A search the engine owes a bestmove for: the position, the searchmoves that bind the answer."""
+
+    def __init__(self, board, searchmoves, kind, go):
+        self.board, self.searchmoves, self.kind, self.go = board, searchmoves, kind, go
+        self.stopped = False
+
+
+class SessionDriver:
+    """One engine in a thread, one random session (`rng`), the bookkeeping of what it owes."""
+
+    def __init__(self, rng: random.Random, tmp: Path):
+        self.rng, self.tmp = rng, tmp
+        self.inp, self.out = _LineQueueIn(), _LineQueueOut()
+        self.engine = UciEngine(inp=self.inp, out=self.out, overrides={"WeightsFile": SESSION_NET, "Backend": "cpu"})
+        self.shadow = eo.Options()  # the option values the engine holds (same parser)
+        self.shadow.set("WeightsFile", SESSION_NET)
+        self.shadow.set("Backend", "cpu")
+        self.sent: list[str] = []
+        self.board: chess.Board | None = chess.Board()  # the position `go` searches (None: a bad one)
+        self.game: tuple[str | None, list[chess.Move]] = (None, [])  # (fen, moves) sent last
+        self.running: _Owed | None = None  # the search running now, if it owes a bestmove
+        self.pending: list[_Owed] = []  # owed, not yet answered, in order
+        self.readyoks = 0
+        self.net_ok = True  # whether the engine can load its net with the options it holds
+        self.rc = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        self.rc = self.engine.run()
+
+    def fail(self, what: str):
+        tail = "\n".join(self.out.lines[-15:])
+        raise AssertionError(f"{what}\n--- session sent:\n" + "\n".join(self.sent) + f"\n--- last output:\n{tail}")
+
+    def send(self, line: str):
+        self.sent.append(line)
+        self.inp.q.put(line + "\n")
+
+    # ---- reading answers
+    def _next(self, timeout: float) -> str | None:
+        try:
+            return self.out.q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def _take(self, line: str) -> None:
+        if not (line.startswith(UCI_PREFIXES) or line in ("uciok", "readyok")):
+            self.fail(f"not a UCI line: {line!r}")
+        if line == "readyok":
+            self.readyoks += 1
+        elif line.startswith("bestmove "):
+            if not self.pending:
+                self.fail(f"a bestmove nobody owed: {line!r}")
+            self.check_bestmove(self.pending.pop(0), line.split()[1])
+
+    def drain(self, until: Callable = None, timeout: float = 0.0) -> bool:
+        """Read what has come; with `until`, wait (up to timeout) for a line it accepts."""
+        end = time.monotonic() + timeout
+        while True:
+            line = self._next(max(0.0, end - time.monotonic()) if until else 0.0)
+            if line is None:
+                return until is None
+            self._take(line)
+            if until is not None and until(line):
+                return True
+
+    def wait_answers(self, what: str) -> None:
+        """Every owed bestmove must come (finite searches on their own)."""
+        while self.pending:
+            if not self.drain(lambda ln: ln.startswith("bestmove "), ANSWER_S):
+                self.fail(f"no bestmove in {ANSWER_S:g} s ({what}; owed for {self.pending[0].go!r})")
+        self.running = None
+
+    def check_bestmove(self, owed: _Owed, text: str) -> None:
+        board = owed.board
+        if board is None or not any(board.legal_moves):
+            if text != "(none)":
+                self.fail(f"bestmove {text} for {owed.go!r} where the position has no legal move")
+            return
+        try:
+            move = board.parse_uci(text)
+        except ValueError:
+            self.fail(f"bestmove {text} for {owed.go!r} is not legal in {board.fen()}")
+        legal_sm = [m for m in owed.searchmoves if m in board.legal_moves]
+        if legal_sm and move not in legal_sm:
+            self.fail(f"bestmove {text} for {owed.go!r} outside its searchmoves {[m.uci() for m in legal_sm]}")
+
+    # ---- the steps
+    def step(self) -> None:
+        r = self.rng.random()
+        if r < 0.22:
+            self.setoption()
+        elif r < 0.42:
+            self.position()
+        elif r < 0.75:
+            self.go()
+        elif r < 0.85:
+            self.stop()
+        elif r < 0.90:
+            self.ponderhit()
+        elif r < 0.95:
+            self.send("isready")
+            if not self.drain(lambda ln: ln == "readyok", ANSWER_S):
+                self.fail("no readyok")
+        else:
+            self.ucinewgame()
+        self.drain()
+
+    def setoption(self) -> None:
+        rng = self.rng
+        spec = rng.choice(eo.SPECS)
+        if spec.name == "WeightsFile":
+            value = rng.choice([SESSION_NET, SESSION_NET, "/nonexistent/net.pb.gz"])
+        elif spec.name == "Backend":
+            value = rng.choice(["cpu", "cpu", "CPU", "auto", "nonsense"])
+        elif spec.name == "BackendOptions":
+            value = rng.choice(["", "", "threads=1", "max_batch=8", "max_batch=0", "bogus=1", "=,="])
+        elif spec.name == "LogFile":
+            value = rng.choice(["", str(self.tmp / "uci.log"), str(self.tmp / "no" / "such" / "dir.log")])
+        elif spec.name == "ConfigFile":
+            value = rng.choice(["", str(self.tmp / "missing.config")])
+        elif spec.name == "SyzygyPath":
+            good = str(SYZYGY) if SYZYGY.is_dir() else ""
+            value = rng.choice(["", good, f"{good}{os.pathsep}/not/mounted", "/not/mounted", str(self.tmp)])
+        elif spec.name == "NodesPerSecondLimit":  # a crawl would make finite searches look hung
+            value = rng.choice(["0", "2000", "-1", "nan"])
+        elif spec.kind == "check":
+            value = rng.choice(["true", "false", "TRUE", "yes", ""])
+        elif spec.kind == "combo":
+            value = rng.choice(list(spec.choices) + ["nonsense", ""])
+        elif spec.kind in ("spin", "float"):
+            lo = spec.min if spec.min is not None else -1e6
+            hi = spec.max if spec.max is not None else 1e6
+            pick = rng.random()
+            if pick < 0.5:
+                value = str(spec.default)
+            elif pick < 0.8:
+                v = rng.uniform(lo, min(hi, lo + 4 * (abs(float(spec.default)) + 1)))
+                value = str(int(v) if spec.kind == "spin" else round(v, 3))
+            else:
+                value = rng.choice([str(lo - 1), str(hi + 1), "nan", "-inf", "1.5", "x", ""])
+        else:
+            value = rng.choice(["", "x", "legacy", "smooth", "legacy(steepness=7)", "alphazero(bad=1)"])
+        if spec.name == "MinibatchSize" and value not in ("0",) and value.lstrip("-").isdigit() and int(value) > 64:
+            value = "64"  # the small net on 2 cores: keep batches short
+        self.send(f"setoption name {spec.name} value {value}")
+        try:
+            self.shadow.set(spec.name, value)
+        except eo.OptionError:
+            pass
+        if spec.name == "TimeManager":  # the engine takes back a manager it cannot build
+            from lc0_rocm.search.timemgr import make_time_manager
+            try:
+                make_time_manager(self.shadow["TimeManager"], 200)
+            except ValueError:
+                self.shadow.set("TimeManager", "legacy")
+        if spec.name == "WeightsFile" and value == "":
+            self.shadow.set("WeightsFile", "<default>")
+        if spec.name in ("WeightsFile", "Backend", "BackendOptions"):
+            self.net_ok = _net_loads(self.shadow["WeightsFile"], self.shadow["Backend"], self.shadow["BackendOptions"])
+
+    def _owe_running(self) -> None:
+        """The running search is stopped by this command and answers."""
+        if self.running is not None:
+            self.running.stopped = True
+            self.running = None
+
+    def position(self) -> None:
+        rng = self.rng
+        c960 = self.shadow["UCI_Chess960"]
+        kind = rng.random()
+        fen, moves = self.game
+        if kind < 0.55 and self.board is not None:  # the game goes on: one or two more moves
+            board = self.board.copy()
+            for _ in range(rng.randint(1, 2)):
+                legal = list(board.legal_moves)
+                if not legal:
+                    break
+                m = rng.choice(legal)
+                moves = moves + [board.uci(m)]
+                board.push(m)
+        elif kind < 0.8:
+            fen = rng.choice([None] + FENS + (FENS_960 if c960 else []))
+            board = chess.Board(fen or chess.STARTING_FEN, chess960=c960)
+            moves = []
+            for _ in range(rng.randint(0, 6)):
+                legal = list(board.legal_moves)
+                if not legal:
+                    break
+                m = rng.choice(legal)
+                moves.append(board.uci(m))
+                board.push(m)
+        else:
+            bad = rng.choice(["position startpos moves e2e5", "position fen 8/8/8/8/8/8/8/8 w - - 0 1",
+                              "position fen garbage", "position startpos moves e2e4 0000 e7e5"])
+            self.send(bad)
+            self._owe_running()
+            self.board = None
+            return
+        head = "position startpos" if fen is None else f"position fen {fen}"
+        self.send(head + (" moves " + " ".join(moves) if moves else ""))
+        self._owe_running()
+        board = chess.Board(fen or chess.STARTING_FEN, chess960=c960)
+        for u in moves:
+            board.push_uci(u)
+        self.board, self.game = board, (fen, moves)
+
+    def go(self) -> None:
+        rng = self.rng
+        board = self.board
+        if self.running is not None and self.running.kind == "finite":
+            self.wait_answers("a finite go before the next go")  # a GUI waits for the bestmove
+        legal = list(board.legal_moves) if board is not None else []
+        searchmoves = []
+        pick = rng.random()
+        if pick < 0.30:
+            words, kind = rng.choice([("nodes 0", "finite"), ("nodes -5", "finite"), ("nodes 1", "finite"),
+                                      ("nodes 30", "finite"), ("nodes 120", "finite"), ("depth 0", "finite"),
+                                      ("depth 2", "finite"), ("movetime 0", "finite"), ("movetime 50", "finite"),
+                                      ("movetime -10", "finite"), ("mate 0", "unbounded"), ("nodes 50", "finite")])
+        elif pick < 0.55:
+            t = rng.choice([0, 1, 50, 300, 2000])
+            inc = rng.choice([None, 0, 10, -5])
+            words = f"wtime {t} btime {t}" + (f" winc {inc} binc {inc}" if inc is not None else "")
+            words += rng.choice(["", "", " movestogo 1", " movestogo 0"])
+            kind = "finite"
+        elif pick < 0.70:
+            words, kind = rng.choice([("infinite", "hold"), ("infinite nodes 20", "hold"),
+                                      ("ponder wtime 500 btime 500", "hold"), ("ponder nodes 40", "hold"),
+                                      ("mate 1", "unbounded")])
+        elif pick < 0.85:
+            chosen = rng.sample(legal, min(len(legal), rng.randint(1, 3))) if legal else []
+            toks = [board.uci(m) for m in chosen] + rng.choice([[], ["0000"], ["e2e5"], ["zz"]])
+            rng.shuffle(toks)
+            searchmoves = [board.parse_uci(t) for t in toks if board is not None and _legal_uci(board, t)]
+            words, kind = "nodes 40 searchmoves " + " ".join(toks), "finite"
+        else:
+            words, kind = rng.choice([("nodes x", "malformed"), ("wtime", "malformed"), ("bogus", "malformed"),
+                                      ("depth 1.5", "malformed")])
+        line = f"go {words}"
+        if kind == "malformed":
+            if self.running is None:
+                self.wait_answers("a stopped search before a malformed go")  # it may still be finishing
+            self.send(line)
+            if self.running is None:  # no search: an error line and a bestmove
+                self.pending.append(_Owed(board, [], "finite", line))
+            return  # else the running search goes on and answers for its own go
+        if self.running is not None and self.running.kind != "finite" and not self.running.stopped:
+            self.pending.remove(self.running)  # a go replaces a search that holds its bestmove: aborted
+        self.running = None
+        owed = _Owed(board, searchmoves, kind, line)
+        self.pending.append(owed)
+        self.send(line)
+        no_search = board is None or not legal or not self.net_ok
+        if no_search:
+            self.wait_answers("a go that cannot search")
+        else:
+            self.running = owed
+            if kind == "unbounded":
+                time.sleep(0.05)
+                self.stop()
+
+    def stop(self) -> None:
+        self.send("stop")
+        self._owe_running()
+        if self.rng.random() < 0.5:
+            self.wait_answers("a stopped search")
+
+    def ponderhit(self) -> None:
+        self.send("ponderhit")
+        r = self.running
+        if r is not None and r.kind == "hold" and r.go.startswith("go ponder") and not r.stopped:
+            r.kind = "finite"  # the ponder search now runs on its own limits
+
+    def ucinewgame(self) -> None:
+        self.send("ucinewgame")
+        self._owe_running()
+        self.board, self.game = chess.Board(chess960=self.shadow["UCI_Chess960"]), (None, [])
+
+    def finish(self) -> None:
+        if self.rng.random() < 0.5:
+            self.send("quit")
+        else:
+            self.inp.q.put("")  # end of input
+        self._owe_running()
+        self.thread.join(ANSWER_S)
+        if self.thread.is_alive():
+            self.fail("the engine did not end after quit")
+        self.drain()
+        if self.pending:
+            self.fail(f"{len(self.pending)} bestmove(s) owed at quit, first for {self.pending[0].go!r}")
+        isready = sum(1 for x in self.sent if x == "isready")
+        if self.readyoks != isready or self.rc != 0:
+            self.fail(f"readyok {self.readyoks} for {isready} isready; run() returned {self.rc}")
+
+
+@functools.lru_cache(maxsize=None)
+def _net_loads(weights: str, backend: str, options: str) -> bool:
+    """Whether open_backend accepts these settings (what the engine's `go` will find)."""
+    from lc0_rocm.api import open_backend
+    from lc0_rocm.errors import Lc0RocmError
+
+    if weights == "<default>":
+        return True
+    try:
+        open_backend(weights, backend, options, notify=lambda message: None).close()
+    except (Lc0RocmError, OSError):
+        return False
+    return True
+
+
+def _legal_uci(board: chess.Board, tok: str) -> bool:
+    try:
+        return bool(board.parse_uci(tok))
+    except ValueError:
+        return False
+
+
+def run_session(seed: int, steps: int, tmp: Path) -> None:
+    drv = SessionDriver(random.Random(seed), tmp)
+    try:
+        drv.send("uci")
+        drv.send("isready")
+        if not drv.drain(lambda ln: ln == "readyok", 900.0):  # a first start compiles the search
+            drv.fail("no readyok at start")
+        for _ in range(steps):
+            drv.step()
+        drv.finish()
+    finally:
+        if drv.thread.is_alive():
+            drv.inp.q.put("stop\n")
+            drv.inp.q.put("quit\n")
+
+
+@budget(12, long_cap=500)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_uci_sessions_on_a_net(tmp_path_factory, seed):
+    run_session(seed, 30 if not LONG else 80, tmp_path_factory.mktemp("session"))
+
+
+def test_uci_session_reproduction_inputs():
+    """The session of `../shared/repro/uci-session-go-nodes-unanswered.txt` fed line by line (raw bytes):
+    every go answers (a `stop` after 5 s only for infinite and ponder searches), the last one at once."""
+    from netpaths import require_shared
+
+    path = require_shared(REPO.parent / "shared" / "repro" / "uci-session-go-nodes-unanswered.txt")
+    require_shared(REPO.parent / "shared" / "weights" / "maia-1100.pb.gz")
+    inp, out = _LineQueueIn(), _LineQueueOut()
+    engine = UciEngine(inp=inp, out=out)
+    cwd = os.getcwd()
+    os.chdir(REPO)  # the session names ../shared/weights relative to the repository root
+    try:
+        t = threading.Thread(target=engine.run, daemon=True)
+        t.start()
+        raw = path.read_bytes().split(b"\n")
+        gos = 0
+        for chunk in raw:
+            if not chunk:
+                continue
+            line = chunk.decode("utf-8", "replace")
+            inp.q.put(line + "\n")
+            if not line.startswith("go"):
+                continue
+            gos += 1
+            holds = "infinite" in line or "ponder" in line
+            deadline = time.monotonic() + (0.3 if holds else ANSWER_S)
+            while True:  # each go answers once (a search that holds its bestmove after a stop)
+                try:
+                    x = out.q.get(timeout=max(0.01, deadline - time.monotonic()))
+                except queue.Empty:
+                    assert holds, f"{line!r} (go {gos}) got no bestmove in {ANSWER_S:g} s"
+                    inp.q.put("stop\n")
+                    holds, deadline = False, time.monotonic() + ANSWER_S
+                    continue
+                if x.startswith("bestmove"):
+                    break
+        inp.q.put("quit\n")
+        t.join(ANSWER_S)
+        assert not t.is_alive()
+    finally:
+        os.chdir(cwd)
+    assert out.lines[-1].startswith("bestmove ") and out.lines[-1] != "bestmove (none)", out.lines[-5:]

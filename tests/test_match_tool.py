@@ -90,6 +90,17 @@ def _run_tool(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=60, cwd=REPO)
 
 
+def test_time_controls(match):
+    tc = match.TimeControl.parse("3+0")
+    assert (tc.base_s, tc.inc_s, str(tc)) == (180.0, 0.0, "3+0")
+    tc = match.TimeControl.parse("0.5+0.1")
+    assert (tc.base_s, tc.inc_s, str(tc)) == (30.0, 0.1, "0.5+0.1")
+    assert match.TimeControl.parse("1").base_s == 60.0
+    for bad in ("", "+", "a+b", "-1+0", "1+-2"):
+        with pytest.raises(ValueError):
+            match.TimeControl.parse(bad)
+
+
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
     net = tmp_path / "net.pb.gz"
     net.write_bytes(b"x")
@@ -98,6 +109,8 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
         (["--weights", str(net), "--lc0", str(tmp_path / "no-lc0")], "lc0 binary not found"),
         (["--games", "0"], "at least 1"),
         (["--nodes", "many"], "invalid int value"),
+        (["--tc", "x+1"], "expected MINUTES+INCREMENT"),
+        (["--tc", "0+0"], "base must be positive"),
     ]
     for args, text in cases:
         proc = _run_tool(*args)

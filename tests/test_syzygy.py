@@ -156,6 +156,28 @@ def test_open_errors_are_one_line(tmp_path, tb_dir):
         Tablebases.open(str(broken))
 
 
+def test_open_with_skipped_leaves_out_what_it_cannot_read(tmp_path, tb_dir, raw):
+    """As lc0's SyzygyTablebase::init: a missing folder, an empty one or a damaged file beside good
+    tables is reported (one TablebaseError each) and left out; the good tables are used."""
+    missing, empty, broken = tmp_path / "not-mounted", tmp_path / "empty", tmp_path / "broken"
+    empty.mkdir()
+    broken.mkdir()
+    (broken / "KRvK.rtbw").write_bytes(b"\0" * 80)
+    skipped: list = []
+    value = os.pathsep.join(map(str, (missing, tb_dir, empty, broken)))
+    with Tablebases.open(value, skipped=skipped) as tb:
+        assert tb.max_pieces == 4 and tb.directories == [str(tb_dir), str(empty), str(broken)]
+        board = chess.Board("8/8/8/4k3/8/8/8/KQ6 w - - 0 1")
+        moves, dtz = tb.root_moves(board)
+        assert dtz and moves and all(_after(board, m, raw.probe_wdl) == -2 for m in moves)
+    assert [type(e) for e in skipped] == [TablebaseError] * 3
+    assert "not-mounted' is not a directory" in str(skipped[0]) and "holds no Syzygy tables" in str(skipped[1])
+    assert "not a valid Syzygy table" in str(skipped[2])
+    skipped = []
+    assert Tablebases.open(f"{missing}{os.pathsep}{empty}", skipped=skipped) is None
+    assert "no WDL tables" in str(skipped[-1]) and len(skipped) == 3
+
+
 def test_open_counts_largest_wdl_table(tmp_path, tb_dir, tables):
     assert tables.max_pieces == 4
     # The 3-piece tables, WDL in one directory and DTZ in another (lc0 finds each file on its own).

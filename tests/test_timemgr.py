@@ -573,3 +573,27 @@ def test_oracle_budgets_match_lc0(tmp_path):
             # smooth's piggy bank: somewhere between the budget and the budget plus the bank
             assert clock - 2 <= lc0_time <= clock + extra + tol, (spec, go_line, clock, extra, lc0_time)
             assert clock - 2 <= wall <= clock + extra + wall_tol, (spec, go_line, clock, extra, wall)
+
+
+def test_the_engine_keeps_its_own_latency_back_on_top_of_move_overhead():
+    """The UCI engine's managers are lc0's with MoveOverheadMs + ENGINE_LATENCY_MS as their overhead:
+    near the end of a bullet game no deadline leaves less than both for the way back to the GUI (with
+    MoveOverheadMs alone lc0-rocm lost on time where lc0 did not; docs/reliability.md)."""
+    import io
+
+    from lc0_rocm.search.timemgr import ENGINE_LATENCY_MS, GoParams
+    from lc0_rocm.uci import UciEngine
+
+    engine = UciEngine(inp=io.StringIO(""), out=io.StringIO())
+    assert ENGINE_LATENCY_MS > 0
+    for spec in ("legacy", "smooth", "alphazero", "simple"):
+        engine.options.set("TimeManager", spec)
+        for overhead in (0, 200):
+            engine.options.set("MoveOverheadMs", overhead)
+            tm = engine._time_manager()
+            for wtime in (400, 1000, 5000):
+                tm.new_game()
+                lim = tm.limits(GoParams(wtime=wtime, btime=wtime), 120, False)
+                assert lim.deadline_ms <= wtime - overhead - ENGINE_LATENCY_MS, (spec, overhead, wtime, lim)
+            lim = tm.limits(GoParams(movetime=1000), 120, False)
+            assert lim.deadline_ms == 1000 - overhead - ENGINE_LATENCY_MS

@@ -16,6 +16,7 @@ import time
 
 import chess
 import chess.engine
+import chess.syzygy
 import pytest
 
 from lc0_oracle import lc0_binary, require_lc0
@@ -490,3 +491,121 @@ def test_invalid_utf8_on_stdin_does_not_end_the_engine():
     out = p.stdout.decode("utf-8", "replace")
     assert p.returncode == 0 and "uciok" in out and "readyok" in out, (out, p.stderr[-500:])
     assert b"Traceback" not in p.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Every go answers (the stopped search's bestmove, degenerate limits, a limit already reached)
+
+
+def _legal_after(moves: list[str]) -> set[str]:
+    b = chess.Board()
+    for m in moves:
+        b.push_uci(m)
+    return {m.uci() for m in b.legal_moves}
+
+
+def test_every_stopped_search_answers_even_with_go_right_behind_the_stop():
+    """UCI owes a bestmove for every stopped search: `go infinite`, `stop` back to back 30 times
+    gives 30 bestmoves (a `go` aborts only a search that no `stop` ended), each legal."""
+    raw = Raw("-w", str(SMALL))
+    try:
+        raw.send("isready")
+        raw.until("readyok", timeout=300)
+        raw.send("position startpos")
+        for _ in range(30):
+            raw.send("go infinite")
+            raw.send("stop")
+        legal = _legal_after([])
+        for k in range(30):
+            _, line, _ = raw.until("bestmove", timeout=30)
+            assert line.split()[1] in legal, (k, line)
+        raw.send("isready")
+        _, _, between = raw.until("readyok", timeout=30)
+        assert not [x for x in between if x.startswith("bestmove")]
+    finally:
+        raw.close()
+
+
+def test_degenerate_go_limits_answer_with_a_legal_move():
+    """`go nodes 0` and `go nodes -5` evaluate the root and answer (lc0 answers both); `go
+    searchmoves 0000` ignores the null move with an error line and searches every move (it answered
+    `bestmove (none)`)."""
+    raw = Raw("-w", str(SMALL))
+    try:
+        raw.send("isready")
+        raw.until("readyok", timeout=300)
+        raw.send("position startpos moves e2e4")
+        legal = _legal_after(["e2e4"])
+        for go in ("go nodes 0", "go nodes -5", "go nodes 5 searchmoves 0000", "go nodes 5 searchmoves 0000 g8f6"):
+            raw.send(go)
+            _, line, before = raw.until("bestmove", timeout=30)
+            assert line.split()[1] in legal, (go, line)
+            if "0000" in go:
+                assert any("'0000' is not a legal move" in x for x in before), before
+            if "g8f6" in go:
+                assert line.split()[1] == "g8f6"
+        raw.send("go nodes 0")
+        raw.send("quit")  # a bestmove owed at quit is sent before the engine exits
+        _, line, _ = raw.until("bestmove", timeout=30)
+        assert line.split()[1] in legal
+    finally:
+        raw.close()
+
+
+def test_a_node_limit_a_reused_tree_already_reached_answers_at_once():
+    """Without pipelining (Threads 1) a `go nodes 50` on a tree that already has 50 visits at its
+    root gathers nothing; the stoppers must still be asked, and it answers without a `stop`."""
+    raw = Raw("-w", str(SMALL), "--threads=1")
+    try:
+        raw.send("isready")
+        raw.until("readyok", timeout=300)
+        raw.send("position startpos moves d2d4")
+        for _ in range(3):
+            raw.send("go nodes 50")
+            _, line, _ = raw.until("bestmove", timeout=30)
+            assert line.split()[1] in _legal_after(["d2d4"])
+    finally:
+        raw.close()
+
+
+def test_a_missing_syzygy_folder_is_reported_and_the_tables_found_are_used():
+    """SyzygyPath `tables:/not/mounted`: one error line for the missing folder (at the first go), and
+    every go searches with the tables that were found (tbhits, a winning move), as lc0 does."""
+    tables = require_shared(SHARED_WEIGHTS_DIR.parent / "syzygy")
+    raw = Raw("-w", str(SMALL))
+    try:
+        raw.send(f"setoption name SyzygyPath value {tables}{os.pathsep}/not/mounted")
+        raw.send("position fen 8/8/8/4k3/8/8/8/KQ6 w - - 0 1")
+        errors = []
+        for _ in range(2):
+            raw.send("go nodes 20")
+            _, line, before = raw.until("bestmove", timeout=300)
+            errors += [x for x in before if x.startswith("info string error")]
+            infos = [x for x in before if x.startswith("info depth")]
+            assert infos and int(infos[-1].split(" tbhits ")[1].split()[0]) > 0, before
+            board = chess.Board("8/8/8/4k3/8/8/8/KQ6 w - - 0 1")
+            board.push_uci(line.split()[1])
+            with chess.syzygy.open_tablebase(str(tables)) as tb:
+                assert tb.probe_wdl(board) == -2, line  # the opponent loses: the win is kept
+        assert len(errors) == 1 and "'/not/mounted' is not a directory" in errors[0], errors
+    finally:
+        raw.close()
+
+
+def test_isready_answers_readyok_even_when_loading_fails_unexpectedly():
+    """Whatever fails while `isready` prepares the net is one error line, and readyok still comes (a
+    GUI waits for it). The failure is injected: every failure the loader knows is already reported."""
+    import io
+
+    from lc0_rocm.uci import UciEngine
+
+    out = io.StringIO()
+    engine = UciEngine(inp=io.StringIO("isready\nquit\n"), out=out, overrides={"Backend": "cpu"})
+
+    def broken():
+        raise RuntimeError("injected failure")
+
+    engine.ensure_net = broken
+    assert engine.run() == 0
+    lines = out.getvalue().splitlines()
+    assert lines == ["info string error: isready: RuntimeError: injected failure", "readyok"], lines

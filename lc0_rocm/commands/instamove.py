@@ -64,7 +64,7 @@ def instamove_engine(algorithm: str, **kwargs):
                     self.send(line)
             self.send("uciok")
 
-        def _start_search(self, go) -> None:
+        def _start_search(self, go, received=None) -> None:
             from ..instamove import InstamoveSearch
 
             self._sync_evaluator()

@@ -249,8 +249,14 @@ class Search:
                 self._revert(slot)
 
     def _loop(self, pipeline: bool, async_backend: bool) -> None:
+        stalled = False  # the last round gathered nothing and nothing is in flight
+        # a root with visits from an earlier search: the stoppers are asked before the first gathering
+        # (lc0's watchdog asks them as the search starts), so a deadline already past or a node limit
+        # already reached answers without a batch
+        ask_first = self.tree.arrays.n[self._root_row()] > 0
         while not self._stopping():
-            if not pipeline and self.playouts > 0:
+            if ask_first or (not pipeline and (self.playouts > 0 or stalled)):
+                ask_first = False
                 # lc0's order without pipelining: gather, evaluate, back up, then ask the stoppers, so
                 # that no further gathering (and its out-of-order visits) happens after the last batch
                 stop = self._check_stop()
@@ -279,6 +285,9 @@ class Search:
                     self._throttle()
             elif not self._in_flight and gathered == 0 and self.in_flight == 0 and self.root.n == 0:
                 time.sleep(0.001)  # nothing to do yet (cannot normally happen)
+            # nothing gathered, nothing pending: only the stoppers can end this (e.g. a node limit a
+            # reused tree already reached), so the next round asks them first
+            stalled = gathered == 0 and not self._in_flight
             root_n = int(self.tree.arrays.n[self._root_row()])
             if pipeline or root_n == 0:
                 stop = self._check_stop() if root_n > 0 else ""
@@ -717,7 +726,9 @@ def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False,
     ev.cache_history_length = evaluator.cache_history_length
     try:
         tree = NodeTree()
-        for moves in ([], ["e2e4"]):  # the second one reuses the tree
+        moves: list = []
+        for _ in range(2):  # the second one reuses the tree (its root is the first one's best move,
+            # which was visited): the subtree copy compiles here, not during a game's first timed move
             h = parse_position(None, moves)
             tree.set_position("startpos", moves, h.last)
             params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0)
@@ -727,6 +738,7 @@ def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False,
             s.run()
             if s.error is not None:
                 raise s.error
+            moves = [s.bestmove.uci()]
             t = tree.arrays
             root = tree.root_row
             fe = int(t.first_edge[root])

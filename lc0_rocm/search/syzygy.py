@@ -120,37 +120,60 @@ class Tablebases:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, paths: str) -> Tablebases | None:
+    def open(cls, paths: str, skipped: list | None = None) -> Tablebases | None:
         """Open lc0's SyzygyPath value: directories separated by os.pathsep (empty entries are
-        skipped). None for an empty value. TablebaseError when an entry is not a directory or holds
-        no table file (.rtbw/.rtbz), when a table file is damaged, or when no WDL table is found at
-        all (lc0 needs the WDL table of a material to use it). When several directories hold the
-        same table, the first one's file is used (lc0 looks in the listed order)."""
+        skipped). None for an empty value. When several directories hold the same table, the first
+        one's file is used (lc0 looks in the listed order).
+
+        Problems are TablebaseErrors (one line each): an entry that is not a directory or holds no
+        table file (.rtbw/.rtbz), a damaged table file, and no WDL table found at all (lc0 needs the
+        WDL table of a material to use it). Without `skipped` the first problem is raised. With a
+        list, as lc0's SyzygyTablebase::init does, a bad directory or file is left out and its
+        problem appended there, and the tables found are used; None (with "no WDL tables" appended)
+        when none are left."""
         directories = [d for d in (paths or "").split(os.pathsep) if d]
         if not directories:
             return None
+
+        def problem(message: str) -> None:
+            if skipped is None:
+                raise TablebaseError(message)
+            skipped.append(TablebaseError(message))
+
         found: list[tuple[list[Path], list[Path]]] = []
         for directory in directories:
             if not os.path.isdir(directory):
-                raise TablebaseError(f"SyzygyPath: {directory!r} is not a directory")
-            wdl, dtz = _table_files(directory)
+                problem(f"SyzygyPath: {directory!r} is not a directory")
+                continue
+            try:
+                wdl, dtz = _table_files(directory)
+            except OSError as exc:
+                problem(f"SyzygyPath: cannot list {directory!r}: {exc.strerror}")
+                continue
             if not wdl and not dtz:
-                raise TablebaseError(f"SyzygyPath: {directory!r} holds no Syzygy tables (*.rtbw, *.rtbz)")
-            for path in wdl:
-                _check_table(path, chess.Board.tbw_magic)
-            for path in dtz:
-                _check_table(path, chess.Board.tbz_magic)
-            found.append((wdl, dtz))
+                problem(f"SyzygyPath: {directory!r} holds no Syzygy tables (*.rtbw, *.rtbz)")
+                continue
+            good: tuple[list[Path], list[Path]] = ([], [])
+            for files, magic, kept in ((wdl, chess.Board.tbw_magic, good[0]), (dtz, chess.Board.tbz_magic, good[1])):
+                for path in files:
+                    try:
+                        _check_table(path, magic)
+                    except TablebaseError as exc:
+                        problem(str(exc))
+                        continue
+                    kept.append(path)
+            found.append(good)
         max_pieces = max((len(p.stem) - 1 for wdl, _ in found for p in wdl), default=0)
         if max_pieces <= 2:
-            raise TablebaseError(f"SyzygyPath: no WDL tables (*.rtbw) in {paths!r}")
+            problem(f"SyzygyPath: no WDL tables (*.rtbw) in {paths!r}")
+            return None
         tablebase = chess.syzygy.Tablebase(max_fds=None)
         # python-chess lets a later file of the same table replace an earlier one: add in reverse
         # so that the first directory listed wins.
         for wdl, dtz in reversed(found):
             for path in wdl + dtz:
                 tablebase.add_file(str(path))
-        return cls(tablebase, max_pieces, directories)
+        return cls(tablebase, max_pieces, [d for d in directories if os.path.isdir(d)])
 
     def close(self) -> None:
         """Close the table files; afterwards nothing is probed (max_pieces becomes 0)."""

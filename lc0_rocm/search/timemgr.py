@@ -30,7 +30,8 @@ The managers (each budget is for the clock of the side to move, less MoveOverhea
 
 Beyond the clock: movetime gives a deadline of movetime - MoveOverheadMs. `nodes`: visits in the
 tree (reused ones count). `depth`: average depth of the new playouts. `infinite` / `ponder`: no
-intrinsic stops, only `stop` (or the explicit nodes/depth limits). Smart pruning (SmartPruningFactor
+intrinsic stops, only `stop` (or the explicit nodes/depth limits). A node limit below one is one
+(the root is always evaluated, so the move played is one the search looked at). Smart pruning (SmartPruningFactor
 1.33): stop once no other root move can catch the most visited one with the playouts still expected
 in the remaining time or node budget; also stop at once with a single legal move, a proven win, or
 at most one move that does not lose.
@@ -54,6 +55,12 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 DEFAULT_MOVE_OVERHEAD_MS = 200
+# Our own latency past a deadline (waking up, the GIL, the batch in flight, garbage collection, the
+# output), kept back from every clock budget on top of MoveOverheadMs, where lc0 keeps its move
+# overhead. Measured (docs/reliability.md): `go movetime 300` with MoveOverheadMs 0 on the loaded
+# 2-core VM, bestmove 75 ms past the deadline at the median, 145 ms at p90, 184 ms at most (lc0: 97,
+# 244, 307 ms); with 200 ms alone lc0-rocm lost 3 of 8 games on time at 1+0, lc0 none.
+ENGINE_LATENCY_MS = 150
 DEFAULT_SMART_PRUNING_FACTOR = 1.33
 DEFAULT_TIME_MANAGER = "legacy"
 SMART_PRUNING_TOLERANCE_MS = 200
@@ -336,6 +343,12 @@ def parse_time_manager_spec(spec: str) -> tuple[str, _Config]:
     return name, cfg
 
 
+def engine_move_overhead_ms(move_overhead_ms: int) -> int:
+    """What the engine's time managers keep back per move: MoveOverheadMs plus ENGINE_LATENCY_MS (the
+    managers themselves are lc0's and take any overhead; lc0 equivalence tests pass MoveOverheadMs)."""
+    return int(move_overhead_ms) + ENGINE_LATENCY_MS
+
+
 def make_time_manager(spec: str = DEFAULT_TIME_MANAGER, move_overhead_ms: int = DEFAULT_MOVE_OVERHEAD_MS,
                       slowmover: Optional[float] = None) -> "TimeManagerBase":
     """The time manager a TimeManager option value names, configured (lc0's factory.cc:
@@ -380,7 +393,8 @@ class TimeManagerBase:
         infinite = go.infinite or go.ponder or go.mate is not None
         lim = SearchLimits(infinite=infinite, hold_bestmove=go.infinite or go.ponder, mate=go.mate)
         if go.nodes is not None:
-            lim.nodes = max(0, min(int(go.nodes), NODE_LIMIT_MAX))
+            # `go nodes 0` (or below) still evaluates the root and answers, as lc0 does: one visit
+            lim.nodes = max(1, min(int(go.nodes), NODE_LIMIT_MAX))
         if go.depth is not None:
             lim.depth = int(go.depth)
         if go.movetime is not None and not infinite:
