@@ -66,23 +66,25 @@ def load_net(path: Union[str, os.PathLike, None] = None, check_outputs: bool = T
 
 
 def open_backend(net_or_path: Union[NetDescription, str, os.PathLike, None] = None, backend: str = DEFAULT_BACKEND,
-                 options: str = "", notify: Optional[Callable[[str], None]] = None) -> "Evaluator":
+                 options: str = "", notify: Optional[Callable[[str], None]] = None,
+                 max_batch: Optional[int] = None) -> "Evaluator":
     """An `Evaluator` for a net (a NetDescription, a weights path, or None = the bundled net) on the named
     backend (`backends.factory.BACKEND_NAMES`; "auto" = the GPU when usable, else cpu with one notice).
 
     `options` is lc0's backend-options string ("policy_head=optimistic,gpus=0,1"); its heads choose
     what a path is loaded with (a NetDescription must already have been loaded with them).
-    `notify(message)` receives auto's fallback notice (default: one line on stderr)."""
+    `notify(message)` receives auto's fallback notice (default: one line on stderr). `max_batch`
+    overrides a GPU backend's device batch (`backends.factory.create_backend`)."""
     _check_net_argument(net_or_path, "open_backend")
     check_backend_name(backend)  # before loading a large net
     opts = parse_backend_options(options)
     if isinstance(net_or_path, NetDescription):
-        be = create_backend(backend, net_or_path, options, notify)
+        be = create_backend(backend, net_or_path, options, notify, max_batch)
         return Evaluator(be.net, be, opts)
     # the start-position check runs on the chosen backend (a GPU does it in milliseconds where the
     # numpy reference takes seconds for a BT4-class net)
     net = load_net(net_or_path, check_outputs=False, **head_options(opts))
-    be = create_backend(backend, net, options, notify)
+    be = create_backend(backend, net, options, notify, max_batch)
     ev = Evaluator(be.net, be, opts)  # the backend's view of the net (random, trivial: lc0's formats)
     try:
         _check_start_position(ev.backend, ev.net)
