@@ -14,7 +14,7 @@ Positions are python-chess `chess.Board`s (their move stack is the history the n
 ("startpos" = the start position; an empty or blank string is an error, not the start position) or
 `(fen, moves)` pairs (fen None = the start position, moves a list of UCI strings or `chess.Move`s). A Board, a string or such a pair is one position and gives one
 `Evaluation`; a list (or any other iterable) of them gives a list, evaluated in batches of the
-backend's `max_batch`. An Evaluation is exactly what `lc0-rocm eval --json` prints (`to_json()`):
+backend's `max_batch` (backends/base.py's batch contract). An Evaluation is exactly what `lc0-rocm eval --json` prints (`to_json()`):
 the policy is the softmax at temperature 1 (exact exp) of the raw logits over the legal moves,
 sorted high to low; WDL, Q and moves-left are from the side to move's view.
 
@@ -179,12 +179,13 @@ class Evaluator:
         items = [positions] if single else list(positions)
         histories = [_history(p, None if single else i) for i, p in enumerate(items)]
         results = []
-        chunk = max(1, int(self.backend.max_batch))
-        for start in range(0, len(histories), chunk):
-            part = histories[start:start + chunk]
-            planes = encode_positions(part, self.net.input_format)
-            out = self.backend.evaluate(planes)
-            results += [_evaluation(h, out, j, int(planes.transforms[j]), logits) for j, h in enumerate(part)]
+        if histories:  # in pieces of one backend pass: the outputs of one pass at a time are held
+            planes = encode_positions(histories, self.net.input_format)
+            for piece in planes.chunks(max(1, int(self.backend.max_batch))):
+                out = self.backend.evaluate(piece)
+                done = len(results)
+                results += [_evaluation(histories[done + j], out, j, int(piece.transforms[j]), logits)
+                            for j in range(len(piece))]
         return results[0] if single else results
 
     def close(self) -> None:
