@@ -14,9 +14,9 @@ Positions are python-chess `chess.Board`s (their move stack is the history the n
 ("startpos" = the start position; an empty or blank string is an error, not the start position) or
 `(fen, moves)` pairs (fen None = the start position, moves a list of UCI strings or `chess.Move`s). A Board, a string or such a pair is one position and gives one
 `Evaluation`; a list (or any other iterable) of them gives a list, evaluated in batches of the
-backend's `max_batch` (backends/base.py's batch contract). An Evaluation is exactly what `lc0-rocm eval --json` prints (`to_json()`):
-the policy is the softmax at temperature 1 (exact exp) of the raw logits over the legal moves,
-sorted high to low; WDL, Q and moves-left are from the side to move's view.
+backend's `max_batch` (backends/base.py's batch contract). An Evaluation is exactly what
+`lc0-rocm eval --json` prints (`to_json()`): the policy is the softmax at temperature 1 (exact exp)
+of the raw logits over the legal moves, sorted high to low; WDL, Q and moves-left are from the side to move's view.
 
 Bad input raises the package's one-line errors (`lc0_rocm.errors`): PositionError for a bad FEN,
 move or position type (bytes, a blank FEN, a pair whose moves are one string), NetFormatError for a

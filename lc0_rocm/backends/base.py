@@ -9,12 +9,12 @@ from the side to move's point of view, exactly lc0's backend contract: raw polic
 softmaxed, not masked), Q = W - L (or tanh value), D, and moves-left (0 without an MLH head).
 
 The batch contract (the one statement of it): `evaluate` and `submit` take a batch of any size. A
-backend that runs at most `max_batch` positions in one pass (a GPU's device batch, the CPU's chunk) cuts
-a larger batch into passes itself, with `PackedPlanes.chunks` (the one splitter); callers never split
-for a backend's sake. `max_batch` is for
-callers that choose batch sizes: the search caps its minibatch at it, the API encodes and evaluates a
-long list in pieces of it (so that memory stays bounded), and whoever cuts work for such a reason of
-its own uses the same splitter.
+backend that runs at most so many positions in one pass (a GPU's device batch `max_batch`, the CPU's
+chunk) cuts a larger batch into passes itself, with `PackedPlanes.chunks` (the one splitter); callers
+never split for a backend's sake. `max_batch` is for callers that choose batch sizes: the search caps
+its minibatch at it, the API encodes and evaluates a long list in pieces of it (so that memory stays
+bounded), validate evaluates in the user's --batch; whoever cuts work for such a reason of its own
+uses the same splitter.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ from typing import Any
 
 from ...errors import CompileError, GpuError, GpuOutOfMemoryError
 
-__all__ = ["GpuError", "GpuOutOfMemoryError", "CompileError", "GemmError", "OUT_OF_MEMORY_STATUSES", "check", "hip_module", "hip_modules", "hip_call", "rtc_call",
-           "lt_call", "hip_status", "rtc_status", "hip_enum"]
+__all__ = ["GpuError", "GpuOutOfMemoryError", "CompileError", "GemmError", "OUT_OF_MEMORY_STATUSES", "check",
+           "hip_module", "hip_modules", "hip_call", "rtc_call", "lt_call", "hip_status", "rtc_status", "hip_enum"]
 
 
 class GemmError(GpuError):
