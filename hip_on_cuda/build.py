@@ -7,7 +7,8 @@ Needs a C compiler and the CUDA toolkit's headers and libcudart (cuda.h, cuda_ru
 library_types.h). NVRTC, cuBLASLt and the driver are opened at run time, so no other CUDA library is
 needed to build. The HIP prelude headers (include/hip/*.h) are embedded into libhiprtc.so.
 --check-only compiles every source with -Werror and links nothing (the CI gate uses it).
-Prints the LD_LIBRARY_PATH line to use. Standard library only, so `lc0-rocm build-hip-on-cuda` can run it.
+Prints the LD_LIBRARY_PATH line to use. Standard library only; a tool of the source checkout (the
+sources are not in the wheel), which tools/device_setup.sh runs.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out).resolve()
         built = build(out, find_cuda(args.cuda), args.check_only)
     except BuildError as e:
-        print(f"build-hip-on-cuda: error: {e}", file=sys.stderr)
+        print(f"hip_on_cuda/build.py: error: {e}", file=sys.stderr)
         return 1
     for b in built:
         print(f"built {b}")

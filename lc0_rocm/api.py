@@ -14,9 +14,9 @@ Positions are python-chess `chess.Board`s (their move stack is the history the n
 ("startpos" = the start position; an empty or blank string is an error, not the start position) or
 `(fen, moves)` pairs (fen None = the start position, moves a list of UCI strings or `chess.Move`s). A Board, a string or such a pair is one position and gives one
 `Evaluation`; a list (or any other iterable) of them gives a list, evaluated in batches of the
-backend's `max_batch`. An Evaluation is exactly what `lc0-rocm eval --json` prints (`to_json()`):
-the policy is the softmax at temperature 1 (exact exp) of the raw logits over the legal moves,
-sorted high to low; WDL, Q and moves-left are from the side to move's view.
+backend's `max_batch` (backends/base.py's batch contract). An Evaluation is exactly what
+`lc0-rocm eval --json` prints (`to_json()`): the policy is the softmax at temperature 1 (exact exp)
+of the raw logits over the legal moves, sorted high to low; WDL, Q and moves-left are from the side to move's view.
 
 Bad input raises the package's one-line errors (`lc0_rocm.errors`): PositionError for a bad FEN,
 move or position type (bytes, a blank FEN, a pair whose moves are one string), NetFormatError for a
@@ -66,23 +66,25 @@ def load_net(path: Union[str, os.PathLike, None] = None, check_outputs: bool = T
 
 
 def open_backend(net_or_path: Union[NetDescription, str, os.PathLike, None] = None, backend: str = DEFAULT_BACKEND,
-                 options: str = "", notify: Optional[Callable[[str], None]] = None) -> "Evaluator":
+                 options: str = "", notify: Optional[Callable[[str], None]] = None,
+                 max_batch: Optional[int] = None) -> "Evaluator":
     """An `Evaluator` for a net (a NetDescription, a weights path, or None = the bundled net) on the named
     backend (`backends.factory.BACKEND_NAMES`; "auto" = the GPU when usable, else cpu with one notice).
 
     `options` is lc0's backend-options string ("policy_head=optimistic,gpus=0,1"); its heads choose
     what a path is loaded with (a NetDescription must already have been loaded with them).
-    `notify(message)` receives auto's fallback notice (default: one line on stderr)."""
+    `notify(message)` receives auto's fallback notice (default: one line on stderr). `max_batch`
+    overrides a GPU backend's device batch (`backends.factory.create_backend`)."""
     _check_net_argument(net_or_path, "open_backend")
     check_backend_name(backend)  # before loading a large net
     opts = parse_backend_options(options)
     if isinstance(net_or_path, NetDescription):
-        be = create_backend(backend, net_or_path, options, notify)
+        be = create_backend(backend, net_or_path, options, notify, max_batch)
         return Evaluator(be.net, be, opts)
     # the start-position check runs on the chosen backend (a GPU does it in milliseconds where the
     # numpy reference takes seconds for a BT4-class net)
     net = load_net(net_or_path, check_outputs=False, **head_options(opts))
-    be = create_backend(backend, net, options, notify)
+    be = create_backend(backend, net, options, notify, max_batch)
     ev = Evaluator(be.net, be, opts)  # the backend's view of the net (random, trivial: lc0's formats)
     try:
         _check_start_position(ev.backend, ev.net)
@@ -177,12 +179,13 @@ class Evaluator:
         items = [positions] if single else list(positions)
         histories = [_history(p, None if single else i) for i, p in enumerate(items)]
         results = []
-        chunk = max(1, int(self.backend.max_batch))
-        for start in range(0, len(histories), chunk):
-            part = histories[start:start + chunk]
-            planes = encode_positions(part, self.net.input_format)
-            out = self.backend.evaluate(planes)
-            results += [_evaluation(h, out, j, int(planes.transforms[j]), logits) for j, h in enumerate(part)]
+        if histories:  # in pieces of one backend pass: the outputs of one pass at a time are held
+            planes = encode_positions(histories, self.net.input_format)
+            for piece in planes.chunks(max(1, int(self.backend.max_batch))):
+                out = self.backend.evaluate(piece)
+                done = len(results)
+                results += [_evaluation(histories[done + j], out, j, int(piece.transforms[j]), logits)
+                            for j in range(len(piece))]
         return results[0] if single else results
 
     def close(self) -> None:

@@ -21,7 +21,6 @@ COMMANDS = {
     "validate": ("validate", "compare a backend with the CPU reference"),
     "backendbench": ("backendbench", "nps of a backend against batch size, as lc0 prints it"),
     "analyse": ("analyse", "evaluate the positions of game collections (PGN/EPD/FEN) to JSONL, CSV, annotated PGN, plots"),
-    "build-hip-on-cuda": ("build_hip_on_cuda", "build the HIP-on-CUDA test libraries (NVIDIA only)"),
     "benchmark": ("benchmark", "search lc0's 34 benchmark positions for 10 s each and print nodes/second, as lc0"),
     "bench": ("benchmark", "lc0's very quick benchmark: 10 positions, 0.5 s each"),
     "policyhead": ("instamove", "UCI engine playing the policy head's best move (lc0's policyhead mode)"),

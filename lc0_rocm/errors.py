@@ -24,6 +24,12 @@ class GpuError(BackendError):
     """A HIP, hipRTC or hipBLASLt call failed; the message names the call and the error."""
 
 
+class GpuOutOfMemoryError(GpuError):
+    """The GPU ran out of memory: a HIP call's hipErrorOutOfMemory, hipBLASLt's HIPBLAS_STATUS_ALLOC_FAILED
+    (the runtime's status checker raises it), or host memory running out inside the GPU backend. A
+    smaller device batch (the backend's `max_batch`) may fit: the engine retries with one."""
+
+
 class CompileError(GpuError):
     """A kernel failed to compile with hipRTC; carries the compiler log."""
 
@@ -49,13 +55,3 @@ def one_line(what: object) -> str:
         return type(what).__name__
     return text
 
-
-def is_out_of_memory(error: BaseException) -> bool:
-    """Whether a failure is memory running out: Python's MemoryError, or a GPU call's out-of-memory
-    status (hipErrorOutOfMemory, hipBLASLt's alloc failure) carried in a BackendError's message."""
-    if isinstance(error, MemoryError):
-        return True
-    if not isinstance(error, BackendError):
-        return False
-    text = str(error).lower().replace(" ", "")
-    return "outofmemory" in text or "outofgpumemory" in text or "alloc_failed" in text

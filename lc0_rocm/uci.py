@@ -36,7 +36,7 @@ from typing import Callable, Optional, TextIO
 
 from . import __version__
 from . import engine_options as eo
-from .errors import BackendError, Lc0RocmError, PositionError, is_out_of_memory, one_line
+from .errors import BackendError, GpuOutOfMemoryError, Lc0RocmError, PositionError, one_line
 from .search.timemgr import GoParams
 
 NET_KEYS = ("WeightsFile", "Backend", "BackendOptions")
@@ -598,11 +598,11 @@ class UciEngine:
             return open_backend(path, backend="cpu", options=options)
         while True:
             try:
-                return open_backend(path, backend=name, options=_with_max_batch(options, self._max_batch_cap))
+                return open_backend(path, backend=name, options=options, max_batch=self._max_batch_cap)
             except BackendError as e:
                 if name == "cpu":
                     raise
-                if is_out_of_memory(e) and self._shrink_device_batch():
+                if isinstance(e, GpuOutOfMemoryError) and self._shrink_device_batch():
                     continue
                 if name != "auto":
                     self._max_batch_cap = None  # not the batch's fault: the next attempt starts afresh
@@ -615,7 +615,7 @@ class UciEngine:
         device batch is left to try after out-of-memory, or when `auto` may fall back to the cpu."""
         if not backend.startswith("rocm"):
             return False
-        if is_out_of_memory(error) and self._shrink_device_batch():
+        if isinstance(error, GpuOutOfMemoryError) and self._shrink_device_batch():
             return True
         if requested == "auto" and not self._on_cpu_fallback:
             self._fall_back_to_cpu(error)
@@ -628,7 +628,7 @@ class UciEngine:
         fault, self._backend_fault = self._backend_fault, None
         if fault is None or self.backend is None or not self.backend.name.startswith("rocm"):
             return
-        shrunk = is_out_of_memory(fault) and self._shrink_device_batch(quiet=True)
+        shrunk = isinstance(fault, GpuOutOfMemoryError) and self._shrink_device_batch(quiet=True)
         note = f" with max_batch {self._max_batch_cap}" if shrunk else ""
         self.info_string(f"retrying on the GPU{note} after the last search's fault")
         self._unload()
@@ -865,13 +865,6 @@ class UciEngine:
                     self._search_aborted.set()
             s.stop()
             s.wait()
-
-
-def _with_max_batch(options: str, cap: Optional[int]) -> str:
-    """Backend options with max_batch=cap appended (the last of a repeated key wins)."""
-    if cap is None:
-        return options
-    return f"{options},max_batch={cap}" if options.strip() else f"max_batch={cap}"
 
 
 def _max_batch_option(options: str) -> int:

@@ -1,13 +1,92 @@
-"""Host-side logic of the GPU backend that needs no GPU: the multi-GPU split, the gpus option, and the
-backend's option validation (one-line BackendError for bad values)."""
+"""The GPU layers' host-side logic, checked without a GPU: the runtime's status checker (out of memory
+is a type), the rocm backend's precision choice by arch, its options (the gpus list, one-line
+BackendErrors for bad values), its error mapping, a clean one-line BackendError where no GPU is usable,
+the multi-GPU split, the launch observer and the one activation vocabulary."""
 
 from __future__ import annotations
 
 import pytest
 
 from lc0_rocm.backends import rocm
-from lc0_rocm.errors import BackendError
+from lc0_rocm.backends.options import bool_option, choice_option, int_option
+from lc0_rocm.errors import BackendError, CompileError, GpuError, GpuOutOfMemoryError, NetFormatError
 from lc0_rocm.gpu.nn.multi import split_sizes
+from lc0_rocm.net.loader import load_net
+
+from netpaths import WEIGHTS_DIR
+
+
+def test_the_status_checker_types_out_of_memory():
+    """hip-python's own status members (no GPU needed) through the runtime's one checker: running out of
+    memory is GpuOutOfMemoryError (a BackendError), any other failure a plain GpuError."""
+    pytest.importorskip("hip")
+    from lc0_rocm.gpu.runtime.hiperr import check, hip_module
+
+    hip, lt = hip_module("hip"), hip_module("hipblaslt")
+    with pytest.raises(GpuOutOfMemoryError, match=r"^hipMalloc failed: hipErrorOutOfMemory \(2\)$") as e:
+        check(hip.hipError_t.hipErrorOutOfMemory, "hipMalloc")
+    assert isinstance(e.value, BackendError)
+    with pytest.raises(GpuOutOfMemoryError, match="hipblasLtMatmul failed: HIPBLAS_STATUS_ALLOC_FAILED"):
+        check(lt.hipblasStatus_t.HIPBLAS_STATUS_ALLOC_FAILED, "hipblasLtMatmul")
+    for status in (hip.hipError_t.hipErrorLaunchFailure, lt.hipblasStatus_t.HIPBLAS_STATUS_EXECUTION_FAILED,
+                   int(hip.hipError_t.hipErrorOutOfMemory)):  # a bare int names no library: not typed
+        with pytest.raises(GpuError) as e:
+            check(status, "call")
+        assert type(e.value) is GpuError
+    check(hip.hipError_t.hipSuccess, "hipMalloc")  # success raises nothing
+
+
+def test_gpu_failures_keep_their_type_in_one_line():
+    """The backend's wrapping says what failed and keeps the runtime's type (and attributes)."""
+    oom = GpuOutOfMemoryError("out of GPU memory: cannot allocate 9.0 MiB (1.2 MiB free of 80.0 GiB)")
+    got = rocm._failure("GPU evaluation failed", oom)
+    assert got is oom and str(got) == ("GPU evaluation failed: out of GPU memory: cannot allocate 9.0 MiB "
+                                       "(1.2 MiB free of 80.0 GiB)")
+    compile_error = CompileError("hiprtcCompileProgram failed for mha.hip", log="line 1: error\nline 2")
+    got = rocm._failure("cannot start the GPU backend", compile_error)
+    assert type(got) is CompileError and got.log == "line 1: error\nline 2"
+    assert str(got) == "cannot start the GPU backend: hiprtcCompileProgram failed for mha.hip"
+    host = rocm._failure("GPU evaluation failed", MemoryError())
+    assert type(host) is GpuOutOfMemoryError and "host memory ran out" in str(host)
+    other = rocm._failure("GPU evaluation failed", NetFormatError("bad\nnet"))
+    assert type(other) is BackendError and str(other) == "GPU evaluation failed: bad"
+
+
+@pytest.mark.parametrize("arch,fast", [
+    ("gfx90a", True), ("gfx942", True), ("gfx1030", True), ("gfx1100", True), ("gfx906", True),
+    ("gfx803", False), ("gfx701", False),
+    ("sm_90", True), ("sm_90a", True), ("sm_70", True), ("sm_62", True), ("sm_61", False), ("sm_53", True),
+    ("sm_52", False), ("weird", False),
+])
+def test_fp16_choice_follows_lc0s_rule(arch, fast):
+    assert rocm.fp16_is_fast(arch) is fast
+
+
+def test_options_are_validated():
+    assert int_option({"max_batch": "64"}, "max_batch", 1024) == 64
+    assert int_option({}, "max_batch", 1024) == 1024
+    for bad in ("0", "-3", "many"):
+        with pytest.raises(BackendError, match="max_batch"):
+            int_option({"max_batch": bad}, "max_batch", 1024)
+    assert int_option({"gpu": "0"}, "gpu", 1, minimum=0) == 0
+    assert bool_option({"mlh": "False"}, "mlh", True) is False
+    with pytest.raises(BackendError, match="true or false"):
+        bool_option({"mlh": "maybe"}, "mlh", True)
+    assert choice_option({"attention": "T128"}, "attention", rocm.MHA_VARIANTS, "auto") == "t128"
+    for gone in ("tiled", "warp"):  # removed experiments are refused by name, not ignored
+        with pytest.raises(BackendError, match="attention="):
+            choice_option({"attention": gone}, "attention", rocm.MHA_VARIANTS, "auto")
+
+
+def test_no_gpu_is_a_one_line_backend_error():
+    if rocm.gpu_available():
+        pytest.skip("a GPU is usable here")
+    net = load_net(WEIGHTS_DIR / "se-classical-small.pb.gz")
+    with pytest.raises(BackendError) as e:
+        rocm.RocmBackend(net, "fp32")
+    assert str(e.value).startswith("cannot start the GPU backend") and "\n" not in str(e.value)
+    with pytest.raises(BackendError, match="unknown precision"):
+        rocm.RocmBackend(net, "fp8")
 
 
 @pytest.mark.parametrize("n,parts,want", [

@@ -84,7 +84,7 @@ def test_hip_abi_header_matches_hip_python():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_build_command_reports_a_bad_toolkit(tmp_path):
-    from lc0_rocm.cli import main
-
-    assert main(["build-hip-on-cuda", "--cuda", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
+def test_build_tool_reports_a_bad_toolkit(tmp_path, capsys):
+    assert hoc_build.main(["--cuda", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("hip_on_cuda/build.py: error: ") and err.count("\n") == 1, err

@@ -12,12 +12,13 @@ Sections (each prints a short table; DIR/perf.json gets every number):
              device-event timer, plus the wall clock around `evaluate` (host work included);
   baseline   the same at a few sizes with the pre-issue-6 configuration (no graphs, simple attention,
              scalar LayerNorm kernel, GEMM tuning off) for before/after;
-  host       host microseconds per batch in submit and collect (steady state, graphs on);
+  host       host microseconds per batch in submit and collect (steady state, graphs on; the network's
+             public submit / collect, the device synchronized between them);
   profile    NET:N: every kernel / GEMM of one forward at batch N recorded (the runtime's launch observer,
-             lc0_rocm.gpu.runtime.observe) and re-timed alone (each op replayed 20 times inside a
-             hipGraph, timed with events), grouped by kind with time shares,
-             the FLOPs per position counted from the recorded GEMM and attention shapes, and the whole
-             forward's graph time; with --baseline also the old kernels' times;
+             lc0_rocm.gpu.runtime.observe, around `evaluate` of a network without graphs) and re-timed
+             alone (each op replayed 20 times inside a hipGraph, timed with events), grouped by kind with
+             time shares, the FLOPs per position counted from the recorded GEMM and attention shapes, and
+             the device time of one evaluation with graphs; with --baseline also the old kernels' times;
   torch      tools/torch_bench.py (eager, torch.compile) on the same nets written to DIR;
   smi        nvidia-smi clocks / power sampled every 500 ms through the run (min/median/max).
 """
@@ -235,10 +236,30 @@ def validate(name, net, opts: str, positions: int = 64) -> bool:
 
 # ------------------------------------------------------------------ host overhead
 
+def host_cost_us(g, planes, reps: int = 200) -> dict:
+    """Host microseconds per batch spent in submit and in collect at steady state (the device is
+    synchronized between the two, so collect does not wait), through the network's public calls."""
+    g.evaluate(planes)
+    g.evaluate(planes)
+    sub, col = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        p = g.submit(planes)
+        t1 = time.perf_counter()
+        g.device.synchronize()
+        t2 = time.perf_counter()
+        out = g.collect(p)
+        t3 = time.perf_counter()
+        del out
+        sub.append(t1 - t0)
+        col.append(t3 - t2)
+    return {"submit_us": 1e6 * statistics.median(sub), "collect_us": 1e6 * statistics.median(col)}
+
+
 def host_overhead(net, sizes) -> dict:
     from lc0_rocm.bench.backendbench import replicate
     from lc0_rocm.gpu.runtime.device import get_device
-    from lc0_rocm.gpu.nn.network import GpuNetwork, host_overhead_us
+    from lc0_rocm.gpu.nn.network import GpuNetwork
 
     import cProfile
     import io
@@ -248,9 +269,9 @@ def host_overhead(net, sizes) -> dict:
     out = {}
     try:
         for size in sizes:
-            out[size] = host_overhead_us(g, replicate(startpos(net), size))
+            out[size] = host_cost_us(g, replicate(startpos(net), size))
             log(f"  host per batch {size:5d}: submit {out[size]['submit_us']:.1f} us, collect "
-                f"{out[size]['collect_us']:.1f} us (of which the input copy {out[size]['input_copy_us']:.1f} us)")
+                f"{out[size]['collect_us']:.1f} us")
         planes = replicate(startpos(net), max(sizes))
         prof = cProfile.Profile()
         for _ in range(50):
@@ -399,33 +420,10 @@ def time_ops(rec: OpRecorder, dev, reps: int = 20) -> list[float]:
     return times
 
 
-def timeline(g, planes) -> dict:
-    """One batch's steps as GpuNetwork.submit queues them (graphs replayed), an event recorded after each
-    through submit's `mark` hook: device milliseconds from the first event, and host microseconds of the
-    two graph launches (parts A and B)."""
-    from lc0_rocm.gpu.runtime.stream import Event
-
-    events, host = {}, {}
-
-    def mark(step, stream):
-        host[step] = time.perf_counter()
-        events[step] = Event().record(stream)
-
-    start = Event().record(g.upload_stream)
-    out = g.collect(g.submit(planes, mark=mark))
-    del out
-    g.ctx.stream.synchronize()
-    res = {k: start.elapsed_ms(e) for k, e in events.items()}
-    res["host_launch_A_us"] = 1e6 * (host["part A"] - host["d2d in"])
-    res["host_launch_B_us"] = 1e6 * (host["part B"] - host["d2d policy"])
-    return res
-
-
 def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
     from lc0_rocm.bench.backendbench import replicate
     from lc0_rocm.gpu.runtime.device import get_device
     from lc0_rocm.gpu.nn.network import GpuNetwork
-    from lc0_rocm.gpu.runtime.stream import Event
 
     dev = get_device(0)
     planes = replicate(startpos(net), n)
@@ -444,37 +442,14 @@ def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
         try:
             g.evaluate(planes)  # eager: plans, tuning; captures the graphs
             g.evaluate(planes)
-            # whole forward as graphs (parts A and B), no transfers
-            ga, gb = g._graphs[(n, True)]
-            s = g.ctx.stream
-            e0, e1 = Event(), Event()
-            reps = 20 if n <= 64 else 5
-            e0.record(s)
-            for _ in range(reps):
-                ga.launch(s)
-                gb.launch(s)
-            e1.record(s)
-            e1.synchronize()
-            graph_ms = e0.elapsed_ms(e1) / reps
-            _, dev_s = g.evaluate_timed(planes)
-            samples = [timeline(g, planes) for _ in range(9)]  # medians: one sample can be an outlier
-            tl = {k: statistics.median(x[k] for x in samples) for k in samples[0]}
-            idle_us = []  # hipGraphLaunch of part A alone on an idle GPU: the host cost of the launch itself
-            for _ in range(9):
-                s.synchronize()
-                t0 = time.perf_counter()
-                ga.launch(s)
-                idle_us.append(1e6 * (time.perf_counter() - t0))
-            s.synchronize()
-            tl["host_launch_A_idle_us"] = statistics.median(idle_us)
-            log(f"  timeline {name} batch {n} [{label}] (ms from the first event, median of 9): "
-                + ", ".join(f"{k} {v:.3f}" for k, v in tl.items() if not k.startswith("host"))
-                + f"; host graph launches {tl['host_launch_A_us']:.0f} + {tl['host_launch_B_us']:.0f} us"
-                + f" (part A alone on an idle GPU: {tl['host_launch_A_idle_us']:.0f} us)")
+            _, dev_s = g.evaluate_timed(planes)  # a graph replay, transfers included
+        finally:
+            g.close()
+        g = GpuNetwork(net, dev, "f16", max_batch=n, graphs=False, **kw)  # eager: every launch observed
+        try:
+            g.evaluate(planes)  # plans and kernels made (tuned plans come from the disk cache)
             with OpRecorder() as rec:
-                g._part_a(n)
-                g._part_b(n, True)
-                s.synchronize()
+                g.evaluate(planes)
             times = time_ops(rec, dev)
             roles = gemm_roles(g)
         finally:
@@ -487,14 +462,13 @@ def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
         total = sum(times)
         flops = sum(op_flops(op, n) for op in rec.ops) / n
         gemm_ms = sum(t for op, t in zip(rec.ops, times) if op.kind == "gemm")
-        log(f"  profile {name} batch {n} [{label}]: {len(rec.ops)} ops, sum of ops {total:.3f} ms, graph forward "
-            f"{graph_ms:.3f} ms, evaluate (device, with transfers) {dev_s * 1e3:.3f} ms; "
+        log(f"  profile {name} batch {n} [{label}]: {len(rec.ops)} ops, sum of ops {total:.3f} ms, "
+            f"evaluate (device, graphs, with transfers) {dev_s * 1e3:.3f} ms; "
             f"{flops / 1e9:.2f} GFLOP/position counted; GEMMs {100 * gemm_ms / total:.1f}% of op time")
         rows = sorted(groups.items(), key=lambda kv: -kv[1][0])
         for lab, (t, cnt) in rows:
             log(f"    {lab:42} {cnt:4d} ops {t:9.4f} ms {100 * t / total:6.2f}%")
-        result[label] = dict(ops=len(rec.ops), sum_ms=total, graph_ms=graph_ms, evaluate_ms=dev_s * 1e3, timeline=tl,
-                             gflop_per_pos=flops / 1e9,
+        result[label] = dict(ops=len(rec.ops), sum_ms=total, evaluate_ms=dev_s * 1e3, gflop_per_pos=flops / 1e9,
                              groups={lab: {"ms": t, "count": c, "share": t / total} for lab, (t, c) in rows})
     return result
 

@@ -7,6 +7,14 @@ Search and tools see only this: `evaluate(PackedPlanes) -> NetOutputs` (both typ
 both, and `is_async` tells which kind a backend is). Outputs are per position,
 from the side to move's point of view, exactly lc0's backend contract: raw policy logits (not
 softmaxed, not masked), Q = W - L (or tanh value), D, and moves-left (0 without an MLH head).
+
+The batch contract (the one statement of it): `evaluate` and `submit` take a batch of any size. A
+backend that runs at most so many positions in one pass (a GPU's device batch `max_batch`, the CPU's
+chunk) cuts a larger batch into passes itself, with `PackedPlanes.chunks` (the one splitter); callers
+never split for a backend's sake. `max_batch` is for callers that choose batch sizes: the search caps
+its minibatch at it, the API encodes and evaluates a long list in pieces of it (so that memory stays
+bounded), validate evaluates in the user's --batch; whoever cuts work for such a reason of its own
+uses the same splitter.
 """
 
 from __future__ import annotations
@@ -30,14 +38,16 @@ class Backend(ABC):
 
     @property
     def max_batch(self) -> int:
+        """Positions per pass (see the batch contract above)."""
         return 1024
 
     @abstractmethod
     def evaluate(self, planes: PackedPlanes) -> NetOutputs:
-        """Evaluate a batch (any size up to max_batch; larger batches are split by the caller)."""
+        """Evaluate a batch of any size (passes of at most max_batch are the backend's business)."""
 
     def submit(self, planes: PackedPlanes):
-        """Start evaluating a batch and return a handle for `collect` (each handle is collected once).
+        """Start evaluating a batch of any size and return a handle for `collect` (each handle is
+        collected once).
 
         Default: evaluates at once (synchronous); asynchronous backends override submit and collect."""
         return self.evaluate(planes)

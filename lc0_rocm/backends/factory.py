@@ -20,7 +20,8 @@ adds the weights file and the head options to this. The GPU module `lc0_rocm.bac
 when asked for; its contract:
 
     gpu_available() -> bool            # a HIP device is present and usable
-    RocmBackend(net, precision, options)  # precision "fp32" | "fp16" | "auto"; options: dict[str, str]
+    RocmBackend(net, precision, options, max_batch)  # precision "fp32" | "fp16" | "auto"; options:
+                                                     # dict[str, str]; max_batch: None or the device batch
 
 Options understood here: `policy_head` / `value_head` (heads are chosen when the net is loaded:
 pass `head_options(opts)` to `load_net`; create_backend only checks the net matches), `mlh`
@@ -89,7 +90,7 @@ def gpu_usable() -> tuple[bool, str]:
         return False, f"GPU check failed: {type(e).__name__}: {e}"
 
 
-def _create_rocm(name: str, net: NetDescription, opts: dict[str, str]) -> Backend:
+def _create_rocm(name: str, net: NetDescription, opts: dict[str, str], max_batch: Optional[int]) -> Backend:
     rocm = _import_rocm()
     try:
         available = rocm.gpu_available()
@@ -97,7 +98,7 @@ def _create_rocm(name: str, net: NetDescription, opts: dict[str, str]) -> Backen
         raise BackendError(f"no GPU: device check failed ({type(e).__name__}: {e})") from None
     if not available:
         raise BackendError(f"no GPU: backend {name!r} needs a HIP device and none is usable")
-    return rocm.RocmBackend(net, _ROCM_PRECISION[name], opts)
+    return rocm.RocmBackend(net, _ROCM_PRECISION[name], opts, max_batch)
 
 
 def _create_cpu(net: NetDescription, opts: dict[str, str]) -> Backend:
@@ -120,11 +121,13 @@ def _notify_stderr(message: str) -> None:
 
 
 def create_backend(name: str, net: NetDescription, options: str = "",
-                   notify: Optional[Callable[[str], None]] = None) -> Backend:
+                   notify: Optional[Callable[[str], None]] = None, max_batch: Optional[int] = None) -> Backend:
     """Create the named backend for `net`; BackendError for an unknown name or a missing GPU.
 
     `notify(message)` receives auto's one fallback notice (default: one "lc0-rocm: ..." line on stderr;
-    the UCI engine passes its `info string` writer)."""
+    the UCI engine passes its `info string` writer). `max_batch` overrides a GPU backend's device batch
+    (the options' `max_batch`; the engine passes a smaller one after the GPU ran out of memory); the
+    other backends have no device batch and ignore it."""
     check_backend_name(name)
     opts = parse_backend_options(options)
     _check_heads(net, opts)
@@ -145,4 +148,4 @@ def create_backend(name: str, net: NetDescription, options: str = "",
             (notify or _notify_stderr)(f"{why}; using the cpu backend")
             return _create_cpu(net, opts)
         name = "rocm-auto"
-    return _create_rocm(name, net, opts)
+    return _create_rocm(name, net, opts, max_batch)

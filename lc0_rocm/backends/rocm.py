@@ -7,7 +7,8 @@ backend is asked for, and the only module outside `lc0_rocm.gpu` that imports it
   `gpu` (device index, default 0) or `gpus` (device list, lc0's demux: "gpus=0,1" or "gpus=0:1" splits every batch
   across the devices, one runner per entry; a device may repeat; "," also separates the list where the
   option string is not itself split on commas);
-  `max_batch` (positions per device pass, default 1024; larger batches are run in pieces);
+  `max_batch` (positions per device pass, default 1024; the constructor's `max_batch` argument overrides
+  it: the engine's smaller device batch after the GPU ran out of memory);
   `mlh` (true/false);
   `graph_capture` (true/false, default true: each batch size is captured into hipGraphs on first use
   and replayed); `graph_precapture` (N: run and capture batch sizes 1..N at start, default 0);
@@ -20,19 +21,23 @@ backend is asked for, and the only module outside `lc0_rocm.gpu` that imports it
   heuristic's candidates once per shape and keep the fastest, cached on disk per device; false takes the
   heuristic's first choice; LC0_ROCM_GEMM_TUNE=0 also turns it off).
 Besides `evaluate`, the backend has an asynchronous pair for a search that keeps batches in flight:
-`submit(planes) -> handle` (queues the batch and returns at once) and `collect(handle) -> NetOutputs`
-(waits for it, holding no lock); `evaluate` = collect(submit(planes)). `evaluate_timed(planes)` also
-returns the device seconds of the batch (events around upload, compute and download), which
-backendbench uses. Failures of the GPU stack become `BackendError` with a one-line message.
+`submit(planes) -> GpuBatch` (queues the batch, in passes of at most `max_batch` positions, and returns
+at once) and `collect(batch) -> NetOutputs` (waits for it, holding no lock); `evaluate` =
+collect(submit(planes)). `evaluate_timed(planes)` also returns the device seconds of the batch (events
+around upload, compute and download), which backendbench uses. Failures of the GPU stack are
+`BackendError`s with a one-line message that says what failed; the runtime's own errors keep their
+type (`GpuError`, and `GpuOutOfMemoryError` when memory ran out, host memory included), so callers
+catch the type.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
-from ..errors import BackendError, Lc0RocmError
+from ..errors import BackendError, GpuOutOfMemoryError, Lc0RocmError
 from ..gpu.nn.kernels import MHA_VARIANTS
 from ..net.description import NetDescription
 from .base import Backend
@@ -76,16 +81,29 @@ def _gpu_list(opts: dict) -> list[int]:
     return gpus
 
 
-class RocmBackend(Backend):
-    """A network on one or more HIP devices; precision 'fp32', 'fp16' or 'auto'."""
+@dataclass(frozen=True)
+class GpuBatch:
+    """A batch submitted to the GPU backend, for `collect`: the network that runs it and the handles of
+    its passes (the network's `Pending` / `MultiPending`, one per piece of at most its max_batch), in order."""
 
-    def __init__(self, net: NetDescription, precision: str = "auto", options: dict | None = None):
+    network: object  # GpuNetwork or MultiGpuNetwork
+    passes: tuple
+
+
+class RocmBackend(Backend):
+    """A network on one or more HIP devices; precision 'fp32', 'fp16' or 'auto'; `max_batch` (positions
+    per device pass) overrides the options' max_batch."""
+
+    def __init__(self, net: NetDescription, precision: str = "auto", options: dict | None = None,
+                 max_batch: int | None = None):
         super().__init__(net)
         opts = dict(options or {})
         if precision not in ("fp32", "fp16", "auto"):
             raise BackendError(f"unknown precision {precision!r} (fp32, fp16, auto)")
+        if max_batch is not None and max_batch < 1:
+            raise BackendError(f"max_batch must be >= 1, got {max_batch}")
         gpus = _gpu_list(opts)
-        self._max_batch = int_option(opts, "max_batch", DEFAULT_MAX_BATCH)
+        self._max_batch = max_batch if max_batch is not None else int_option(opts, "max_batch", DEFAULT_MAX_BATCH)
         self.mlh = bool_option(opts, "mlh", True)
         graphs = bool_option(opts, "graph_capture", True)
         precapture = int_option(opts, "graph_precapture", 0, minimum=0)
@@ -116,9 +134,9 @@ class RocmBackend(Backend):
                 self.network = MultiGpuNetwork(net, devices, dtype, self._max_batch, **kw)
             if precapture:
                 self.network.warm_up(range(1, min(precapture, self.network.max_batch) + 1), self.mlh)
-        except Lc0RocmError as e:
+        except (Lc0RocmError, MemoryError) as e:
             self._close_quietly()
-            raise BackendError(f"cannot start the GPU backend: {_one_line(e)}") from None
+            raise _failure("cannot start the GPU backend", e) from None
         except (ValueError, RuntimeError, OSError) as e:
             self._close_quietly()
             raise BackendError(f"cannot start the GPU backend: {type(e).__name__}: {_one_line(e)}") from None
@@ -147,24 +165,28 @@ class RocmBackend(Backend):
             raise BackendError("the GPU backend is closed")
         return net
 
-    def submit(self, planes: PackedPlanes):
-        """Queue a batch (any size; larger than the device batch runs in pieces); returns a handle."""
+    def submit(self, planes: PackedPlanes) -> GpuBatch:
+        """Queue a batch of any size, in passes of at most the device batch (base.py's contract)."""
         net = self._net()
+        passes = []
         try:
-            if len(planes) <= net.max_batch:
-                return net, net.submit(planes, self.mlh)
-            return net, None, planes  # too large for one pass: evaluated in pieces by collect
-        except Lc0RocmError as e:
-            raise BackendError(f"GPU evaluation failed: {_one_line(e)}") from None
+            for piece in planes.chunks(net.max_batch):
+                passes.append(net.submit(piece, self.mlh))
+        except (Lc0RocmError, MemoryError) as e:
+            for p in passes:  # give the queued passes' slots back
+                try:
+                    net.collect(p)
+                except Exception:
+                    pass
+            raise _failure("GPU evaluation failed", e) from None
+        return GpuBatch(net, tuple(passes))
 
-    def collect(self, handle) -> NetOutputs:
+    def collect(self, handle: GpuBatch) -> NetOutputs:
         """The outputs of a submitted batch (waits for the device without holding any lock)."""
         try:
-            if handle[1] is None:
-                return handle[0].evaluate(handle[2], self.mlh)
-            return handle[0].collect(handle[1])
-        except Lc0RocmError as e:
-            raise BackendError(f"GPU evaluation failed: {_one_line(e)}") from None
+            return NetOutputs.concat([handle.network.collect(p) for p in handle.passes])
+        except (Lc0RocmError, MemoryError) as e:
+            raise _failure("GPU evaluation failed", e) from None
 
     def evaluate(self, planes: PackedPlanes) -> NetOutputs:
         return self.collect(self.submit(planes))
@@ -174,15 +196,15 @@ class RocmBackend(Backend):
         `isready`, so that no search meets a new batch size)."""
         try:
             self._net().prepare(max_batch, self.mlh)
-        except Lc0RocmError as e:
-            raise BackendError(f"GPU preparation failed: {_one_line(e)}") from None
+        except (Lc0RocmError, MemoryError) as e:
+            raise _failure("GPU preparation failed", e) from None
 
     def evaluate_timed(self, planes: PackedPlanes) -> tuple[NetOutputs, float]:
         """(outputs, device seconds from the first upload to the last download)."""
         try:
             return self._net().evaluate_timed(planes, self.mlh)
-        except Lc0RocmError as e:
-            raise BackendError(f"GPU evaluation failed: {_one_line(e)}") from None
+        except (Lc0RocmError, MemoryError) as e:
+            raise _failure("GPU evaluation failed", e) from None
 
     def _close_quietly(self) -> None:
         try:
@@ -199,6 +221,19 @@ class RocmBackend(Backend):
                 self.network = None
 
 
-def _one_line(e: Exception) -> str:
+def _failure(what: str, e: BaseException) -> BackendError:
+    """A failure of the GPU stack as the error to raise, one line after `what`: the runtime's own error
+    (a BackendError: GpuError, GpuOutOfMemoryError, ...) with its type and attributes kept, host memory
+    running out as GpuOutOfMemoryError, any other package error as a BackendError."""
+    line = f"{what}: {_one_line(e)}"
+    if isinstance(e, BackendError):
+        e.args = (line,)
+        return e
+    if isinstance(e, MemoryError):
+        return GpuOutOfMemoryError(f"{what}: host memory ran out (MemoryError)")
+    return BackendError(line)
+
+
+def _one_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__

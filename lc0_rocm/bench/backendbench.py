@@ -20,8 +20,8 @@ A backend that can time itself on the device offers the optional method
 evaluation, uploads and downloads included); the bench then evaluates through it, inside the same
 wall-clock timing, and keeps the device times as a second timing of the same batches: an extra
 column, or the table's timing with `primary="device"` (--device-time; the wall clock becomes the
-extra column). Batches larger than the backend's `max_batch` are encoded once and evaluated in
-pieces (device times added).
+extra column). A batch larger than the backend's `max_batch` is evaluated whole: the backend runs it
+in passes (backends/base.py's batch contract) and its device time covers them all.
 
 Sizing: lc0's defaults (100 batches of every size 1..256) suit a GPU; on a CPU they take hours.
 `estimate_seconds` predicts a run from a per-position time (each batch costs that much per position,
@@ -180,28 +180,20 @@ def timer_kind(backend: Backend, primary: str = "wall") -> str:
     return "device" if primary == "device" and has_device_timer(backend) else "wall"
 
 
-def _limit(backend: Backend) -> int:
-    return max(1, int(getattr(backend, "max_batch", MAX_BATCH_SIZE)))
-
-
 def batch_timer(backend: Backend, encoder: Callable[[int], PackedPlanes],
                 clock: Callable[[], float] = time.perf_counter) -> Callable[[int], BatchTime]:
     """A function building (with `encoder`) and evaluating one batch of n positions, timed lc0's way:
     the wall clock around both; with the device time too when the backend offers it."""
-    limit = _limit(backend)
     device = has_device_timer(backend)
 
     def timed(n: int) -> BatchTime:
         t0 = clock()
         planes = encoder(n)
         if device:
-            seconds = 0.0
-            for p in planes.chunks(limit):
-                seconds += float(backend.evaluate_timed(p)[1])
+            seconds = float(backend.evaluate_timed(planes)[1])
         else:
             seconds = None
-            for p in planes.chunks(limit):
-                backend.evaluate(p)
+            backend.evaluate(planes)
         return BatchTime(clock() - t0, seconds)
 
     return timed
@@ -223,22 +215,17 @@ def measure_batches(timed: Callable[[int], BatchTime], size: int, batches: int, 
 def make_timer(backend: Backend, clock: Callable[[], float] = time.perf_counter) -> Callable[[PackedPlanes], float]:
     """A function evaluating one READY batch and returning its time in seconds (device time when
     offered, else the wall clock around `evaluate`); no encoding is timed. For kernel work."""
-    limit = _limit(backend)
-
     if has_device_timer(backend):
 
         def timed(planes: PackedPlanes) -> float:
-            return sum(float(backend.evaluate_timed(p)[1]) for p in planes.chunks(limit))
+            return float(backend.evaluate_timed(planes)[1])
 
     else:
 
         def timed(planes: PackedPlanes) -> float:
-            total = 0.0
-            for p in planes.chunks(limit):
-                t0 = clock()
-                backend.evaluate(p)
-                total += clock() - t0
-            return total
+            t0 = clock()
+            backend.evaluate(planes)
+            return clock() - t0
 
     return timed
 

@@ -15,7 +15,7 @@ through `runtime.hiperr` (`hip_module`, `hip_call`, ...), and every status goes 
 Nothing outside `lc0_rocm.backends.rocm` and the tools imports this package (tests/test_layering.py).
 
 Runtime API (all sizes in bytes unless said; pointers are plain ints; every failure raises
-`GpuError`/`CompileError`):
+`GpuError`/`CompileError`, and `GpuOutOfMemoryError` where memory ran out):
 
     from lc0_rocm.gpu.runtime import device, memory, stream, compiler, kernel, gemm, observe
 

@@ -151,14 +151,17 @@ def test_kernel_launch_checks_argument_types(gpu):
 
 
 def test_errors_name_the_call_and_the_hip_error(gpu):
-    from lc0_rocm.gpu.runtime.hiperr import GpuError, hip_call
+    from lc0_rocm.gpu.runtime.hiperr import GpuError, GpuOutOfMemoryError, hip_call
     from lc0_rocm.gpu.runtime.kernel import Module
     from lc0_rocm.gpu.runtime.memory import DeviceBuffer
 
-    with pytest.raises(GpuError, match=r"hipSetDevice failed: hipErrorInvalidDevice \(101\)"):
+    with pytest.raises(GpuError, match=r"hipSetDevice failed: hipErrorInvalidDevice \(101\)") as e:
         hip_call("hipSetDevice", 9999)
+    assert not isinstance(e.value, GpuOutOfMemoryError)
     gpu.make_current()
-    with pytest.raises(GpuError, match=r"out of GPU memory: cannot allocate"):
+    with pytest.raises(GpuOutOfMemoryError, match=r"hipMalloc failed: hipErrorOutOfMemory \(2\)"):
+        hip_call("hipMalloc", 1 << 50)  # hip's own status, typed by the one checker
+    with pytest.raises(GpuOutOfMemoryError, match=r"out of GPU memory: cannot allocate"):
         DeviceBuffer.allocate(gpu, 1 << 50)
     with pytest.raises(GpuError, match=r"hipModuleLoadData failed: hipError\w+"):
         Module(b"\x7fELF this is not a code object" + bytes(64), gpu)

@@ -12,6 +12,7 @@ reports the longest piece's device time (the pieces run at the same time on diff
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...encoding.outputs import NetOutputs
 from ...encoding.packed import PackedPlanes
@@ -24,9 +25,18 @@ def split_sizes(n: int, parts: int) -> list[int]:
     return [base + (i < extra) for i in range(parts) if base + (i < extra) > 0]
 
 
+class Piece(NamedTuple):
+    """One runner's part of a submitted batch."""
+
+    runner: int  # index into MultiGpuNetwork.runners
+    pending: Pending
+
+
 @dataclass
 class MultiPending:
-    pieces: list  # (runner index, Pending)
+    """A batch submitted to several runners: collect it with `MultiGpuNetwork.collect`."""
+
+    pieces: list[Piece]  # in the batch's order
 
 
 class MultiGpuNetwork:
@@ -58,7 +68,7 @@ class MultiGpuNetwork:
         try:
             for i, part in enumerate(planes.split(sizes)):
                 r = (first + i) % k
-                pieces.append((r, self.runners[r].submit(part, with_mlh, timed)))
+                pieces.append(Piece(r, self.runners[r].submit(part, with_mlh, timed)))
         except BaseException:
             for r, p in pieces:
                 try:
@@ -113,4 +123,4 @@ class MultiGpuNetwork:
         self.runners = []
 
 
-__all__ = ["MultiGpuNetwork", "MultiPending", "Pending", "split_sizes"]
+__all__ = ["MultiGpuNetwork", "MultiPending", "Pending", "Piece", "split_sizes"]

@@ -32,7 +32,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import threading
-import time
 import weakref
 from collections import deque
 from dataclasses import dataclass
@@ -52,7 +51,7 @@ from .attention import AttentionBodyGpu, AttentionPolicyGpu
 from .conv import ClassicalPolicyGpu, ConvPolicyGpu, ConvTowerGpu
 from .heads import HeadsGpu
 from .kernels import NnKernels
-from .layers import Context, SideStream, Workspace, split_input
+from .layers import Context, SideStream, Workspace
 
 log = logging.getLogger(__name__)
 IN_BYTES = NUM_PLANES * (8 + 4)  # per position: 112 uint64 masks, then (after all masks) 112 float32 values
@@ -237,47 +236,25 @@ class GpuNetwork:
         """Body output -> value and moves-left heads -> workspace `heads` (float32 [n, 5])."""
         self.heads(self._feats, self.ctx.ws["heads"], n, with_mlh=with_mlh)
 
-    def enqueue(self, n: int, masks: np.ndarray, values: np.ndarray, with_mlh: bool = True) -> None:
-        """Queue one batch eagerly on the compute stream (host arrays must stay alive until synchronized).
-
-        The plain path without slots or graphs: kept for kernel-level tools and tests.
-        """
-        ctx, ws = self.ctx, self.ctx.ws
-        m, v = split_input(ws["input"], n)
-        m.upload(np.ascontiguousarray(masks, dtype=np.uint64), stream=ctx.stream)
-        v.upload(np.ascontiguousarray(values, dtype=np.float32), stream=ctx.stream)
-        self._part_a(n)
-        self._part_b(n, with_mlh)
-
-    def _compute(self, n: int, with_mlh: bool, slot: _Slot, mark=None) -> None:
+    def _compute(self, n: int, with_mlh: bool, slot: _Slot) -> None:
         """Queue parts A and B on the compute stream (graphs when captured) with the slot copies between."""
         ctx, ws, s = self.ctx, self.ctx.ws, self.ctx.stream.handle
         key = (n, with_mlh)
         graphs = self._graphs.get(key) if self.use_graphs else None
         check(self._d2d(ws["input"].ptr, slot.dev_in.ptr, n * IN_BYTES, s)[0], "hipMemcpyDtoDAsync")
-        if mark is not None:
-            mark("d2d in", ctx.stream)
         if graphs is not None:
             graphs[0].launch(ctx.stream)
         else:
             self._part_a(n)
-        if mark is not None:
-            mark("part A", ctx.stream)
         check(self._d2d(slot.dev_out.ptr, ws["policy"].ptr, n * POLICY_BYTES, s)[0], "hipMemcpyDtoDAsync")
         check(self._record(slot.ev_pol.handle, s)[0], "hipEventRecord")
-        if mark is not None:
-            mark("d2d policy", ctx.stream)
         if graphs is not None:
             graphs[1].launch(ctx.stream)
         else:
             self._part_b(n, with_mlh)
-        if mark is not None:
-            mark("part B", ctx.stream)
         check(self._d2d(slot.dev_out.ptr + n * POLICY_BYTES, ws["heads"].ptr, n * HEADS_BYTES, s)[0],
               "hipMemcpyDtoDAsync")
         check(self._record(slot.ev_done.handle, s)[0], "hipEventRecord")
-        if mark is not None:
-            mark("d2d heads", ctx.stream)
         if self.use_graphs and graphs is None:
             # every GEMM plan of this size now exists and is tuned, every kernel compiled: capture
             try:
@@ -327,13 +304,9 @@ class GpuNetwork:
         """The distinct run sizes of batches of 1..up_to positions."""
         return sorted({self.run_size(n) for n in range(1, min(up_to, self.max_batch) + 1)})
 
-    def submit(self, planes: PackedPlanes, with_mlh: bool = True, timed: bool = False, mark=None) -> Pending:
+    def submit(self, planes: PackedPlanes, with_mlh: bool = True, timed: bool = False) -> Pending:
         """Queue one batch of at most max_batch positions; returns at once (`timed`: for collect(timed=True)).
-        Rows past the batch in its run size hold whatever the slot held: their outputs are dropped.
-
-        `mark(step, stream)`, for profilers, is called on the host after each step is queued ("h2d in",
-        "d2d in", "part A", "d2d policy", "part B", "d2d heads", "d2h policy", "d2h heads") with the
-        stream the step went to (tools/perf_suite.py records an event there)."""
+        Rows past the batch in its run size hold whatever the slot held: their outputs are dropped."""
         n_valid = len(planes)
         if not 1 <= n_valid <= self.max_batch:
             raise ValueError(f"submit: batch of {n_valid} positions, expected 1..{self.max_batch}")
@@ -355,20 +328,14 @@ class GpuNetwork:
                 if timed:
                     check(rec(slot.ev_start.handle, up)[0], "hipEventRecord")
                 check(self._h2d(slot.dev_in.ptr, slot.pin_in.ptr, n * IN_BYTES, up)[0], "hipMemcpyHtoDAsync")
-                if mark is not None:
-                    mark("h2d in", self.upload_stream)
                 check(rec(slot.ev_up.handle, up)[0], "hipEventRecord")
                 check(wait(self.ctx.stream.handle, slot.ev_up.handle, 0)[0], "hipStreamWaitEvent")
-                self._compute(n, with_mlh, slot, mark)
+                self._compute(n, with_mlh, slot)
                 check(wait(dn, slot.ev_pol.handle, 0)[0], "hipStreamWaitEvent")
                 check(self._d2h(slot.pin_out.ptr, slot.dev_out.ptr, n * POLICY_BYTES, dn)[0], "hipMemcpyDtoHAsync")
-                if mark is not None:
-                    mark("d2h policy", self.download_stream)
                 check(wait(dn, slot.ev_done.handle, 0)[0], "hipStreamWaitEvent")
                 check(self._d2h(slot.pin_out.ptr + n * POLICY_BYTES, slot.dev_out.ptr + n * POLICY_BYTES,
                                 n * HEADS_BYTES, dn)[0], "hipMemcpyDtoHAsync")
-                if mark is not None:
-                    mark("d2h heads", self.download_stream)
                 check(rec(slot.ev_out.handle, dn)[0], "hipEventRecord")
         except BaseException:
             self.pool.release(slot)
@@ -441,31 +408,3 @@ class GpuNetwork:
         for s in (ctx.stream, self.upload_stream, self.download_stream, self._capture_stream):
             s.close()
         self.ctx = None
-
-
-def host_overhead_us(network: GpuNetwork, planes: PackedPlanes, reps: int = 200) -> dict:
-    """Host microseconds per batch spent in submit and in collect (excluding the wait), at steady state."""
-    sub, col = [], []
-    network.evaluate(planes)
-    network.evaluate(planes)
-    slot = network.pool.acquire()
-    m, v = slot.inputs(len(planes))
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        np.copyto(m, planes.masks, casting="unsafe")
-        np.copyto(v, planes.values, casting="unsafe")
-    copy_us = 1e6 * (time.perf_counter() - t0) / reps
-    network.pool.release(slot)
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        p = network.submit(planes)
-        t1 = time.perf_counter()
-        p.slot.ev_out.synchronize()
-        t2 = time.perf_counter()
-        out = network.collect(p)
-        t3 = time.perf_counter()
-        del out
-        sub.append(t1 - t0)
-        col.append(t3 - t2)
-    return {"submit_us": 1e6 * float(np.median(sub)), "collect_us": 1e6 * float(np.median(col)),
-            "input_copy_us": copy_us}

@@ -26,7 +26,7 @@ import numpy as np
 from . import observe
 from .compiler import _hip_python_version, cache_root
 from .dtypes import STORAGE_TYPES
-from .hiperr import GemmError, GpuError, hip_enum, lt_call
+from .hiperr import GemmError, GpuError, GpuOutOfMemoryError, hip_enum, lt_call
 from .memory import DeviceBuffer
 
 WORKSPACE_BYTES = 32 << 20  # split-K and stream-K kernels need scratch; 32 MiB covers them on both vendors
@@ -172,6 +172,8 @@ class Gemm:
             raise GemmError(f"workspace of {workspace.nbytes} bytes, needs {self.workspace.nbytes}", m, n, k, dtype)
         try:
             plan.run(x, w, y, plan.algo, s, workspace)
+        except GpuOutOfMemoryError:
+            raise  # its own type: a smaller batch may fit
         except GpuError as e:
             raise GemmError(f"hipblasLtMatmul failed: {e}", m, n, k, dtype) from None
         if observe.OBSERVERS:
@@ -225,6 +227,7 @@ class Gemm:
         from .stream import Event
 
         best, best_ms = 0, float("inf")
+        out_of_memory = None
         flops = 2.0 * plan.m * plan.n * plan.k * plan.batch
         reps = max(2, min(20, int(2e10 / flops)))  # about 20 GFLOP of work per candidate, 2 to 20 runs
         for i, cand in enumerate(cands):
@@ -237,13 +240,17 @@ class Gemm:
                     plan.run(x, w, y, algo, stream, workspace)
                 end.record(stream)
                 end.synchronize()
-            except GpuError:
+            except GpuError as e:
+                if isinstance(e, GpuOutOfMemoryError):
+                    out_of_memory = e
                 stream.synchronize()
                 continue
             ms = start.elapsed_ms(end) / reps
             if ms < best_ms:
                 best, best_ms = i, ms
         if best_ms == float("inf"):
+            if out_of_memory is not None:
+                raise out_of_memory
             raise GemmError("every hipBLASLt candidate failed to run", plan.m, plan.n, plan.k, plan.dtype)
         return best, best_ms
 

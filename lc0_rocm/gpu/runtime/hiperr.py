@@ -2,7 +2,9 @@
 
 hip-python returns `(status, value...)` from every call. `hip_call("hipMalloc", n)` calls
 `hip.hipMalloc(n)`, raises `GpuError("hipMalloc failed: hipErrorOutOfMemory (2)")` on a bad status and
-returns the value (None, one value, or a tuple); `rtc_call` (hipRTC, raising `CompileError`) and
+returns the value (None, one value, or a tuple); a status that says memory ran out (hipErrorOutOfMemory,
+hipBLASLt's HIPBLAS_STATUS_ALLOC_FAILED) raises `GpuOutOfMemoryError` instead, so that callers catch the
+type (the engine retries with a smaller device batch); `rtc_call` (hipRTC, raising `CompileError`) and
 `lt_call` (hipBLASLt) do the same for the other two libraries. A library that cannot be loaded at all
 (hip-python's "failed to dlopen"/"failed to dlsym") also becomes a `GpuError` naming the call.
 
@@ -18,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import CompileError, GpuError
+from ...errors import CompileError, GpuError, GpuOutOfMemoryError
 
-__all__ = ["GpuError", "CompileError", "GemmError", "check", "hip_module", "hip_modules", "hip_call", "rtc_call",
-           "lt_call", "hip_status", "rtc_status", "hip_enum"]
+__all__ = ["GpuError", "GpuOutOfMemoryError", "CompileError", "GemmError", "OUT_OF_MEMORY_STATUSES", "check",
+           "hip_module", "hip_modules", "hip_call", "rtc_call", "lt_call", "hip_status", "rtc_status", "hip_enum"]
 
 
 class GemmError(GpuError):
@@ -33,6 +35,8 @@ class GemmError(GpuError):
 
 
 _MODULES: dict[str, Any] = {}
+# the hip-python status members (hip.hipError_t, hipblaslt.hipblasStatus_t) that mean memory ran out
+OUT_OF_MEMORY_STATUSES = frozenset({"hipErrorOutOfMemory", "HIPBLAS_STATUS_ALLOC_FAILED"})
 
 
 def hip_module(lib: str):
@@ -64,9 +68,11 @@ def _status_name(status) -> str:
 
 
 def check(status, call: str, exc=GpuError) -> None:
-    """Raise `exc` naming `call` and the status unless `status` (a hip-python status enum or an int) is 0."""
+    """Raise `exc` naming `call` and the status unless `status` (a hip-python status enum or an int) is 0;
+    `GpuOutOfMemoryError` for an out-of-memory status (an int status carries no library, so it is `exc`)."""
     if status and int(getattr(status, "value", status)):  # the first test alone decides a success
-        raise exc(f"{call} failed: {_status_name(status)}")
+        kind = GpuOutOfMemoryError if getattr(status, "name", None) in OUT_OF_MEMORY_STATUSES else exc
+        raise kind(f"{call} failed: {_status_name(status)}")
 
 
 def _call(lib: str, call: str, args: tuple):
@@ -83,7 +89,7 @@ def _call(lib: str, call: str, args: tuple):
 
 
 def hip_call(call: str, *args):
-    """Call hip.<call>(*args); GpuError naming the call and the hipError_t on failure."""
+    """Call hip.<call>(*args); GpuError (GpuOutOfMemoryError) naming the call and the hipError_t on failure."""
     status, value = _call("hip", call, args)
     check(status, call)
     return value

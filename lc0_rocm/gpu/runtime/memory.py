@@ -11,7 +11,7 @@ import ctypes
 
 import numpy as np
 
-from .hiperr import GpuError, hip_call
+from .hiperr import GpuError, GpuOutOfMemoryError, hip_call
 
 
 def _mib(n: int) -> str:
@@ -34,11 +34,9 @@ class DeviceBuffer:
         device.make_current()
         try:
             ptr = hip_call("hipMalloc", int(nbytes))
-        except GpuError as e:
-            if "OutOfMemory" in str(e):
-                raise GpuError(f"out of GPU memory: cannot allocate {_mib(nbytes)} "
-                               f"({_mib(device.free_memory())} free of {_mib(device.total_memory)})") from None
-            raise
+        except GpuOutOfMemoryError:
+            raise GpuOutOfMemoryError(f"out of GPU memory: cannot allocate {_mib(nbytes)} "
+                                      f"({_mib(device.free_memory())} free of {_mib(device.total_memory)})") from None
         return cls(device, int(ptr), nbytes, owns=True)
 
     def view(self, offset: int, nbytes: int) -> "DeviceBuffer":

@@ -1,7 +1,8 @@
 """Launch observers: the runtime's hook for profilers, so that no tool patches the runtime.
 
     with observe(launches.append):   # every kernel launch and hipBLASLt matmul issued inside the block
-        network.enqueue(...)         # is still issued, and also reported as a `Launch`
+        network.evaluate(planes)     # is still issued, and also reported as a `Launch` (a graph's replay
+                                     # issues no launch: observe a network built with graphs=False)
 
 A `Launch` names the work (`kind` 'kernel' or 'gemm', `name`, the `target` Kernel or GEMM plan, its
 arguments) and can issue it again on any stream with `replay(stream)`, which reports nothing (a
