@@ -2,7 +2,8 @@
 a lower one (docs/design.md draws the same picture), and only the GPU backend reaches into lc0_rocm.gpu.
 
 Read from the source (ast, every import statement, function-level ones included), so it runs anywhere.
-A new module of lc0_rocm must be given its layer in LAYERS."""
+A new module of lc0_rocm must be given its layer in LAYERS. No module imports itself back through others,
+in the same layer or not (test_no_import_circle)."""
 
 from __future__ import annotations
 
