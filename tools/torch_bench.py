@@ -44,8 +44,8 @@ from lc0_rocm.net.description import (  # noqa: E402
     ConvPolicyHead,
     NetDescription,
 )
+from lc0_rocm.encoding.history import STARTPOS_FEN  # noqa: E402
 
-STARTPOS_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 MODES = ("eager", "compile", "reduce-overhead", "max-autotune")
 # lc0's check tolerances: fp32 (atol, rtol) and fp16 (PR #2420)
 TOLERANCES = {"fp32": (1e-3, 1e-2), "fp16": (1.1e-1, 2e-1), "bf16": (1.1e-1, 2e-1)}

@@ -32,7 +32,8 @@ from .packed import NUM_PLANES, PackedPlanes
 from .transforms import FLIP, MIRROR, TRANSPOSE, reverse_bytes, transform_bitboard, transform_bitboards
 
 INPUT_FORMATS = (1, 2, 3, 4, 5, 132, 133)
-FILL_MODES = ("no", "fen_only", "always")
+FILL_MODES = ("no", "fen_only", "always")  # lc0's FillEmptyHistory values
+FILL_CODES = {mode: code for code, mode in enumerate(FILL_MODES)}  # the compiled encoder's codes
 AUX = 104
 _ALL = MASK64
 
