@@ -220,9 +220,3 @@ def encode_position(history: HistoryLike, input_format: int, fill: str = "fen_on
     """Encode one history (a batch of 1)."""
     return encode_positions([history], input_format, fill)
 
-
-def encode_position_into(history: History, input_format: int, masks: np.ndarray, values: np.ndarray,
-                         fill: str = "fen_only") -> int:
-    """Hot-path variant for search: write into caller-owned rows `masks` (uint64 [112], zeroed) and
-    `values` (float32 [112], ones); returns the transform. Arguments are not validated."""
-    return _encode_into(history, input_format, fill, masks, values)

@@ -7,7 +7,7 @@ norm folded, activations and LayerNorm epsilons resolved -> frozen `NetDescripti
 
 Every problem with the file is a `NetFormatError` whose one-line message names the offending field.
 
-A net is proved usable before it is accepted (issue 13):
+A net is proved usable before it is accepted (a hostile or broken file fails with one line, never hangs):
 - size caps before anything is decoded (see `read_net_bytes`): the file, and the gzip stream read
   incrementally, may not exceed `MAX_NET_BYTES`, and past `RATIO_CHECK_FLOOR` the stream may not
   expand more than `MAX_COMPRESSION_RATIO` times, so a small gzip bomb is stopped after a few MB;
