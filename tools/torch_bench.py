@@ -506,10 +506,10 @@ def main(argv=None) -> int:
         print(f"torch_bench: error: {e}", file=sys.stderr)
         return 1
     except Exception as e:  # our package's user errors (bad net file, bad FEN) are one line too
-        from lc0_rocm.errors import Lc0RocmError
+        from lc0_rocm.errors import Lc0RocmError, one_line
 
         if isinstance(e, (Lc0RocmError, FileNotFoundError)):
-            print(f"torch_bench: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+            print(f"torch_bench: error: {one_line(e)}", file=sys.stderr)
             return 1
         raise
 
