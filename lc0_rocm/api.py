@@ -103,7 +103,7 @@ def _check_net_argument(value: Any, function: str, allow_description: bool = Tru
 
 
 def _check_start_position(backend, net: NetDescription) -> None:
-    """The last proof that a net is usable (issue 13): a NetFormatError naming the first output of the
+    """The last proof that a net is usable (weights that decode may still overflow): a NetFormatError naming the first output of the
     start position's evaluation that holds NaN or inf (weights that overflow)."""
     import chess
     import numpy as np

@@ -87,12 +87,12 @@ def _run_command(argv: list[str]) -> int:
 
 def _guarded(command) -> int:
     """Run a command; its errors become one line on stderr and exit code 1."""
-    from .errors import Lc0RocmError
+    from .errors import Lc0RocmError, one_line
 
     try:
         return int(command() or 0)
     except Lc0RocmError as e:
-        print(f"lc0-rocm: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        print(f"lc0-rocm: error: {one_line(e)}", file=sys.stderr)
         return 1
     except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
         print(f"lc0-rocm: error: {e.strerror}: {e.filename}", file=sys.stderr)

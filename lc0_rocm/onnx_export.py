@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from .encoding.outputs import POLICY_SIZE
 from .net.description import (
     AttentionBody,
     AttentionPolicyHead,
@@ -297,7 +298,7 @@ def build_model(net: NetDescription):
     else:
         raise ValueError(f"{type(head).__name__} on an attention body is not supported")
     g.output(policy, OUTPUT_POLICY)
-    outputs = [helper.make_tensor_value_info(OUTPUT_POLICY, TensorProto.FLOAT, ["batch", 1858])]
+    outputs = [helper.make_tensor_value_info(OUTPUT_POLICY, TensorProto.FLOAT, ["batch", POLICY_SIZE])]
 
     value, is_wdl = g.value_head(feats, net.value, attention)
     if is_wdl:

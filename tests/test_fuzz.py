@@ -1,4 +1,4 @@
-"""Fuzzing kept in the suite (issue 13, item 3): the net loader and the UCI parser under hypothesis.
+"""Fuzzing kept in the suite: the net loader and the UCI parser under hypothesis (any input, one clean line).
 
 Outcome classes for a mutated net: one clean `NetFormatError` with a one-line message, or a
 `NetDescription` whose start-position evaluation is finite; any other exception, any escaping

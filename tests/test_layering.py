@@ -2,7 +2,8 @@
 a lower one (docs/design.md draws the same picture), and only the GPU backend reaches into lc0_rocm.gpu.
 
 Read from the source (ast, every import statement, function-level ones included), so it runs anywhere.
-A new module of lc0_rocm must be given its layer in LAYERS."""
+A new module of lc0_rocm must be given its layer in LAYERS. No module imports itself back through others,
+in the same layer or not (test_no_import_circle)."""
 
 from __future__ import annotations
 
@@ -108,3 +109,78 @@ def test_gpu_runtime_knows_nothing_of_networks():
     for path in (PKG / "gpu" / "runtime").glob("*.py"):
         outside = {t for t in _imports(path) if not t.startswith("gpu.runtime")} - {"errors"}
         assert not outside, f"{_module_name(path)} imports {sorted(outside)}"
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """module -> the lc0_rocm modules it imports (function-level imports included)."""
+    graph = {_module_name(p): set() for p in MODULES}
+    for p in MODULES:
+        graph[_module_name(p)] = {t for t in _imports(p) if t in graph and t != _module_name(p)}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (a path back to its start) per strongly connected component of more than one module
+    (Tarjan's algorithm, iterative)."""
+    index, low, on_stack, stack, comps = {}, {}, set(), [], []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = set()
+                    while True:
+                        x = stack.pop()
+                        on_stack.discard(x)
+                        comp.add(x)
+                        if x == v:
+                            break
+                    if len(comp) > 1:
+                        comps.append(comp)
+            elif w not in index:
+                index[w] = low[w] = len(index)
+                stack.append(w)
+                on_stack.add(w)
+                work.append((w, iter(sorted(graph[w]))))
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+    cycles = []
+    for comp in comps:  # a shortest way from the component's first module back to itself
+        start = min(comp)
+        prev, frontier = {start: None}, [start]
+        while frontier and start not in [w for v in frontier for w in graph[v]]:
+            nxt = []
+            for v in frontier:
+                for w in sorted(graph[v] & comp):
+                    if w not in prev:
+                        prev[w] = v
+                        nxt.append(w)
+            frontier = nxt
+        last = next(v for v in frontier if start in graph[v])
+        path = [last]
+        while prev[path[-1]] is not None:
+            path.append(prev[path[-1]])
+        cycles.append(path[::-1] + [start])
+    return cycles
+
+
+def test_no_import_circle():
+    """No module of lc0_rocm imports, directly or through others, a module that imports it back (the
+    same layer included, where test_imports_only_look_down cannot see it)."""
+    cycles = _cycles(_import_graph())
+    assert not cycles, "import circles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_circle_finder_finds_circles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

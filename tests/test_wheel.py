@@ -1,5 +1,5 @@
 """The wheel: built from the sources and installed alone into a fresh venv, it carries the default net
-inside the package and runs `lc0-rocm eval` and the UCI engine (issue 10, item 2).
+inside the package and runs `lc0-rocm eval` and the UCI engine (what a pip user gets).
 
 The wheel is built from a copy of the packaged sources (pyproject.toml, README.md, lc0_rocm/,
 weights/): building in the repo would write build/ and *.egg-info there and put whatever a stale

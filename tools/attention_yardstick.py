@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What attention on the matrix units would cost at our nets' shapes: a yardstick in PyTorch (issue 11).
+"""What attention on the matrix units would cost at our nets' shapes: a yardstick in PyTorch, measured before building.
 
 One encoder layer's attention (64 squares, smolgen bias added to the logits, softmax, times V) at
 BT4 (32 heads) and T82 (24 heads) shapes, depth 32, fp16, timed with CUDA events (median of 20 after

@@ -46,7 +46,8 @@ def lc0_bench(lc0: str, weights: Path, backend: str, opts: str, size: int, batch
 
 def ours_bench(weights: Path, backend: str, opts: str, sizes: list[int], batches: int) -> dict:
     from lc0_rocm.api import open_backend
-    from lc0_rocm.bench.backendbench import STARTPOS_FEN, BenchConfig, position_history, run_bench
+    from lc0_rocm.bench.backendbench import BenchConfig, position_history, run_bench
+    from lc0_rocm.encoding.history import STARTPOS_FEN
 
     out = {}
     with open_backend(weights, backend=backend, options=opts) as ev:

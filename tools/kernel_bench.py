@@ -34,6 +34,7 @@ def main() -> int:
     ap.add_argument("--once", action="store_true")
     args = ap.parse_args()
 
+    from lc0_rocm.encoding.outputs import POLICY_SIZE
     from lc0_rocm.encoding.policy_map import ATTENTION_POLICY_MAP
     from lc0_rocm.gpu.nn.kernels import NnKernels
     from lc0_rocm.gpu.runtime.device import get_device
@@ -59,14 +60,14 @@ def main() -> int:
     qk, ppo = put((rows, 2 * args.pdm), 0.1), put((4, args.pdm))
     pmap = DeviceBuffer.allocate(dev, 4288 * 4)
     pmap.upload(np.asarray(ATTENTION_POLICY_MAP, dtype=np.int32).reshape(-1))
-    pol = DeviceBuffer.allocate(dev, n * 1858 * 4)
+    pol = DeviceBuffer.allocate(dev, n * POLICY_SIZE * 4)
     # k: the product's kernels (mha_t128, layernorm8, the whole-position policy kernel); k_old: the simple
     # attention and scalar LayerNorm kernels; k_split: the 16-blocks-per-position policy kernel
     k, k_old = NnKernels(dev, "f16", "t128", True), NnKernels(dev, "f16", "simple", False)
     k_split = NnKernels(dev, "f16", "t128", True)
     k_split.policy_split_below, k.policy_split_below = 10**9, 0
-    pin = PinnedBuffer(n * 1858 * 4)
-    dpol = DeviceBuffer.allocate(dev, n * 1858 * 4)
+    pin = PinnedBuffer(n * POLICY_SIZE * 4)
+    dpol = DeviceBuffer.allocate(dev, n * POLICY_SIZE * 4)
     depth = dm // heads
     mha_flops = 4.0 * 64 * 64 * depth * heads * n
     ln_bytes = 3 * rows * dm * 2
@@ -85,8 +86,8 @@ def main() -> int:
                              0, 2.0 * 64 * 64 * args.pdm * n),
         "attention_policy_split": (lambda: k_split.attention_policy(qk, n, args.pdm, ppo, pmap, pol, stream=s),
                                    0, 2.0 * 64 * 64 * args.pdm * n),
-        "h2d": (lambda: hip_call("hipMemcpyHtoDAsync", dpol.ptr, pin.ptr, n * 1858 * 4, s.handle), n * 1858 * 4, 0),
-        "d2h": (lambda: hip_call("hipMemcpyDtoHAsync", pin.ptr, dpol.ptr, n * 1858 * 4, s.handle), n * 1858 * 4, 0),
+        "h2d": (lambda: hip_call("hipMemcpyHtoDAsync", dpol.ptr, pin.ptr, n * POLICY_SIZE * 4, s.handle), n * POLICY_SIZE * 4, 0),
+        "d2h": (lambda: hip_call("hipMemcpyDtoHAsync", pin.ptr, dpol.ptr, n * POLICY_SIZE * 4, s.handle), n * POLICY_SIZE * 4, 0),
     }
     print(f"device {dev.describe()}; batch {n}, dm {dm}, heads {heads} (depth {depth}), dff {dff}")
     for name in [k for k in args.kernels.split(",") if k]:

@@ -39,11 +39,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-LC0_GIVEN = {  # lc0 cuda-fp16, one thread, H100 (given in issue 6, not measured by us): batch -> nps
+LC0_GIVEN = {  # lc0 cuda-fp16, one thread, H100 (given to the project, not measured by us): batch -> nps
     "t82": {1: 685, 16: 8600, 64: 18700, 256: 24800, 1024: 28100},
     "bt4": {1: 624, 16: 6900, 64: 14300, 256: 18500, 1024: 20200},
 }
-GIVEN_GFLOP = {"bt4": 16.3, "t82": 8.85}  # per position, as given in the issue
+GIVEN_GFLOP = {"bt4": 16.3, "t82": 8.85}  # per position, as given to the project
 DATASHEET_TFLOPS = 989.4  # H100 SXM dense fp16 tensor peak (datasheet)
 RESULTS: dict = {}
 ABLATIONS = ("graph_capture=false", "attention=simple", "vector_ln=false", "side_stream=false", "gemm_tune=false")

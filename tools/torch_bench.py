@@ -44,10 +44,11 @@ from lc0_rocm.net.description import (  # noqa: E402
     ConvPolicyHead,
     NetDescription,
 )
+from lc0_rocm.encoding.history import STARTPOS_FEN  # noqa: E402
 
-STARTPOS_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 MODES = ("eager", "compile", "reduce-overhead", "max-autotune")
-# lc0's check tolerances: fp32 (atol, rtol) and fp16 (PR #2420)
+# (atol, rtol) lc0's HIP backend was validated with through lc0's check backend (the atol/rtol options of
+# src/neural/backends/network_check.cc): fp32 and fp16
 TOLERANCES = {"fp32": (1e-3, 1e-2), "fp16": (1.1e-1, 2e-1), "bf16": (1.1e-1, 2e-1)}
 
 
@@ -505,10 +506,10 @@ def main(argv=None) -> int:
         print(f"torch_bench: error: {e}", file=sys.stderr)
         return 1
     except Exception as e:  # our package's user errors (bad net file, bad FEN) are one line too
-        from lc0_rocm.errors import Lc0RocmError
+        from lc0_rocm.errors import Lc0RocmError, one_line
 
         if isinstance(e, (Lc0RocmError, FileNotFoundError)):
-            print(f"torch_bench: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+            print(f"torch_bench: error: {one_line(e)}", file=sys.stderr)
             return 1
         raise
 

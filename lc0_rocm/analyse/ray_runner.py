@@ -104,7 +104,7 @@ def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
         from ..errors import Lc0RocmError
 
         raise Lc0RocmError("--ray needs Ray Data: pip install 'lc0-rocm[ray]'") from None
-    from .driver import annotator, check_read, open_outputs, output_paths, summary, wanted, write_all
+    from .run_parts import annotator, check_read, open_outputs, output_paths, summary, wanted, write_all
     from .reader import read_units
     from .work import FinishConfig
 

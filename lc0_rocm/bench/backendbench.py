@@ -41,7 +41,7 @@ import numpy as np
 
 from ..backends.base import Backend
 from ..encoding.outputs import NetOutputs
-from ..encoding.history import History
+from ..encoding.history import STARTPOS_FEN, History  # noqa: F401  (STARTPOS_FEN: tools import it from here)
 from ..encoding.packed import NUM_PLANES, PackedPlanes
 from .stats import SizeStats, size_stats, with_extra
 
@@ -50,7 +50,6 @@ CPU_BUDGET_S = 60.0  # what a CPU run without explicit sizes aims at
 CPU_BATCHES = 10
 MAX_BATCH_SIZE = 1024  # lc0's limits on the flags
 MAX_BATCH_STEP = 256
-STARTPOS_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 
 
 @runtime_checkable

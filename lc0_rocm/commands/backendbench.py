@@ -25,8 +25,6 @@ import sys
 
 from ..backends.factory import BACKEND_NAMES, DEFAULT_BACKEND
 
-STARTPOS_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
-
 
 def _one_line_error(message: str):
     """Argument errors of this sub-command: one line and exit code 1, like every other user error."""
@@ -59,7 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="largest batch size, at most 1024 (default: 256; cpu: fitted to about a minute)")
     parser.add_argument("--batch-step", type=int, default=None,
                         help="batch size step, at most 256 (default: 1; cpu: fitted to about a minute)")
-    parser.add_argument("--fen", default=STARTPOS_FEN, help="position to evaluate (default: the start position)")
+    parser.add_argument("--fen", default=None, help="position to evaluate (default: the start position)")
     parser.add_argument("--clippy", nargs="?", const=True, default=False, type=_bool, metavar="true|false",
                         help="recommend minibatch sizes, as lc0's Clippy does")
     parser.add_argument("--table", nargs="?", const=True, default=False, type=_bool, metavar="true|false",
@@ -98,6 +96,7 @@ def run(args) -> int:
                                       run_bench, timer_kind)
     from ..bench.clippy import Clippy
     from ..default_net import default_net_path
+    from ..encoding.history import STARTPOS_FEN
     from ..errors import Lc0RocmError
 
     lc0_sizes = (args.batches, args.max_batch_size, args.batch_step)
@@ -113,7 +112,8 @@ def run(args) -> int:
             _check_output_path(flag, path)
     if args.plot:
         report.require_matplotlib()  # fail now, not after the whole run
-    position = position_history(args.fen)  # a bad FEN fails before the net is loaded
+    fen = STARTPOS_FEN if args.fen is None else args.fen
+    position = position_history(fen)  # a bad FEN fails before the net is loaded
 
     weights = Path(args.weights).expanduser() if args.weights else default_net_path()
     evaluator = open_backend(weights, args.backend, args.backend_opts)
@@ -174,7 +174,7 @@ def run(args) -> int:
             "weights": str(weights),
             "backend": backend.name,
             "backend_opts": args.backend_opts,
-            "fen": args.fen,
+            "fen": fen,
             "timer": timer,
             "extra_timer": extra,
             "batches": config.batches,

@@ -29,7 +29,7 @@ import numpy as np
 MASK64 = (1 << 64) - 1
 _PACK13 = struct.Struct("<13Q")
 _PACK13_BE = struct.Struct(">13Q")
-STARTING_FEN = chess.STARTING_FEN
+STARTPOS_FEN = chess.STARTING_FEN  # the one home of the start position's FEN (lc0's `startpos`)
 _START_BOARD = chess.Board()
 
 

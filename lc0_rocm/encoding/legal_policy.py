@@ -11,6 +11,7 @@ from __future__ import annotations
 import chess
 import numpy as np
 
+from .outputs import POLICY_SIZE
 from .policy_map import legal_move_indices
 
 DEFAULT_POLICY_TEMPERATURE = 1.359
@@ -57,8 +58,8 @@ def legal_policy(board: chess.Board, logits: np.ndarray, transform: int = 0,
     With use_fast_exp=True this is lc0's computation bit for bit (float32); otherwise exact exp.
     """
     logits = np.asarray(logits, dtype=np.float32).reshape(-1)
-    if logits.shape[0] != 1858:
-        raise ValueError(f"expected 1858 policy logits, got {logits.shape[0]}")
+    if logits.shape[0] != POLICY_SIZE:
+        raise ValueError(f"expected {POLICY_SIZE} policy logits, got {logits.shape[0]}")
     moves, idx = legal_move_indices(board, transform, bug_compatible_v032)
     probs = softmax_logits(logits[idx], temperature, use_fast_exp)
     return {m: float(p) for m, p in zip(moves, probs)}

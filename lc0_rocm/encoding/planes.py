@@ -32,7 +32,8 @@ from .packed import NUM_PLANES, PackedPlanes
 from .transforms import FLIP, MIRROR, TRANSPOSE, reverse_bytes, transform_bitboard, transform_bitboards
 
 INPUT_FORMATS = (1, 2, 3, 4, 5, 132, 133)
-FILL_MODES = ("no", "fen_only", "always")
+FILL_MODES = ("no", "fen_only", "always")  # lc0's FillEmptyHistory values
+FILL_CODES = {mode: code for code, mode in enumerate(FILL_MODES)}  # the compiled encoder's codes
 AUX = 104
 _ALL = MASK64
 
@@ -219,9 +220,3 @@ def encode_position(history: HistoryLike, input_format: int, fill: str = "fen_on
     """Encode one history (a batch of 1)."""
     return encode_positions([history], input_format, fill)
 
-
-def encode_position_into(history: History, input_format: int, masks: np.ndarray, values: np.ndarray,
-                         fill: str = "fen_only") -> int:
-    """Hot-path variant for search: write into caller-owned rows `masks` (uint64 [112], zeroed) and
-    `values` (float32 [112], ones); returns the transform. Arguments are not validated."""
-    return _encode_into(history, input_format, fill, masks, values)

@@ -41,9 +41,9 @@ from functools import lru_cache
 import chess
 import numpy as np
 
+from .outputs import POLICY_SIZE
 from .transforms import FLIP, MIRROR, TRANSPOSE, inverse_transform, square_map
 
-NUM_POLICY = 1858
 
 _QUEEN_DIRS = ((0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1))
 _KNIGHT_DIRS = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))
@@ -81,7 +81,7 @@ def _build_moves() -> list[str]:
 
 
 POLICY_MOVES: tuple[str, ...] = tuple(_build_moves())
-assert len(POLICY_MOVES) == NUM_POLICY
+assert len(POLICY_MOVES) == POLICY_SIZE
 MOVE_INDEX: dict[str, int] = {m: i for i, m in enumerate(POLICY_MOVES)}
 
 # FROM_TO_INDEX[from * 64 + to] -> index of the plain move (STM frame) or -1.
@@ -130,7 +130,7 @@ def _build_attention_map() -> np.ndarray:
 
 
 def _gather(table: np.ndarray) -> np.ndarray:
-    g = np.full(NUM_POLICY, -1, dtype=np.int32)
+    g = np.full(POLICY_SIZE, -1, dtype=np.int32)
     k = np.nonzero(table >= 0)[0]
     g[table[k]] = k
     return g
@@ -265,8 +265,8 @@ def index_to_move(index: int, board_turn_is_black: bool, transform: int = 0,
     Castling comes back as king-takes-rook, a knight promotion as the plain pawn move; use
     `index_to_board_move` to get the python-chess move of a given board.
     """
-    if not 0 <= index < NUM_POLICY:
-        raise ValueError(f"policy index {index} out of range 0..{NUM_POLICY - 1}")
+    if not 0 <= index < POLICY_SIZE:
+        raise ValueError(f"policy index {index} out of range 0..{POLICY_SIZE - 1}")
     a, b, p = _index_moves(bool(board_turn_is_black), transform, bool(bug_compatible_v032))[index]
     return chess.Move(a, b, p)
 

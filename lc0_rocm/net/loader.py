@@ -7,7 +7,7 @@ norm folded, activations and LayerNorm epsilons resolved -> frozen `NetDescripti
 
 Every problem with the file is a `NetFormatError` whose one-line message names the offending field.
 
-A net is proved usable before it is accepted (issue 13):
+A net is proved usable before it is accepted (a hostile or broken file fails with one line, never hangs):
 - size caps before anything is decoded (see `read_net_bytes`): the file, and the gzip stream read
   incrementally, may not exceed `MAX_NET_BYTES`, and past `RATIO_CHECK_FLOOR` the stream may not
   expand more than `MAX_COMPRESSION_RATIO` times, so a small gzip bomb is stopped after a few MB;
@@ -31,6 +31,8 @@ from typing import Optional
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from ..encoding.outputs import POLICY_SIZE
+from ..encoding.packed import NUM_PLANES
 from ..errors import NetFormatError
 from . import schema
 from .codec import decode_layer, layer_encoding, layer_size
@@ -561,7 +563,7 @@ def _read_body(b: _Build, tower: Optional[ConvTower]) -> Optional[AttentionBody]
         if pb.size % 64:
             raise NetFormatError(f"weights.ip_emb_preproc_b: {pb.size} values is not 64*D")
         preproc = rd.dense(w, "ip_emb_preproc_w", "ip_emb_preproc_b", "weights", n_in=64 * 12)
-        c_in = 112 + pb.size // 64
+        c_in = NUM_PLANES + pb.size // 64
         dims["preproc_d"] = pb.size // 64
     else:
         embedding, c_in = "pe_map", 112 + 64
@@ -644,7 +646,7 @@ def _read_policy_head(b: _Build, heads: _Heads, body, tower, channels: int):
         return ConvPolicyHead(c1, c2, b.act)
     conv = rd.conv(pm.policy, f"{pp}.policy", f, 1)
     emsg, epath = heads.policy_emb
-    fc = rd.dense(emsg, "ip_pol_w", "ip_pol_b", epath, n_in=64 * conv.n_out, n_out=1858)
+    fc = rd.dense(emsg, "ip_pol_w", "ip_pol_b", epath, n_in=64 * conv.n_out, n_out=POLICY_SIZE)
     dims["policy_channels"] = conv.n_out
     return ClassicalPolicyHead(conv, fc, b.act)
 

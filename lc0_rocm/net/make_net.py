@@ -21,6 +21,8 @@ from typing import Optional
 
 import numpy as np
 
+from ..encoding.outputs import POLICY_SIZE
+from ..encoding.packed import NUM_PLANES
 from . import schema
 from .codec import encoding_number, fill_layer
 
@@ -270,9 +272,9 @@ def make_net(shape="tiny", seed: int = 0, **overrides) -> "schema.Net":
             c_in = s.filters
         elif pe_dense:
             gen.dense(w, "ip_emb_preproc_w", "ip_emb_preproc_b", 64 * s.preproc_d, 64 * 12)
-            c_in = 112 + s.preproc_d
+            c_in = NUM_PLANES + s.preproc_d
         else:
-            c_in = 112 + 64
+            c_in = NUM_PLANES + 64
         gen.dense(w, "ip_emb_w", "ip_emb_b", e, c_in)
         if pe_dense:
             gen.ln(w, "ip_emb_ln_gammas", "ip_emb_ln_betas", e)
@@ -316,7 +318,7 @@ def make_net(shape="tiny", seed: int = 0, **overrides) -> "schema.Net":
             gen.conv(h.policy, 80, s.filters, 3, bn=False, bias=True, scale=3.0)
         else:
             gen.conv(h.policy, s.policy_channels, s.filters, 1)
-            gen.dense(h, "ip_pol_w", "ip_pol_b", 1858, 64 * s.policy_channels, scale=3.0)
+            gen.dense(h, "ip_pol_w", "ip_pol_b", POLICY_SIZE, 64 * s.policy_channels, scale=3.0)
 
     # ---- value
     vheads = [getattr(w.value_heads, name) for name in s.value_heads] if s.multihead else [w]

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..encoding.planes import AUX, FILL_CODES, NUM_PLANES  # noqa: F401  (FILL_NO .. below are its codes)
+from ..encoding.transforms import FLIP, MIRROR, TRANSPOSE
 from .jit import jit
 from .rules import msb
 
 FILL_NO, FILL_FEN_ONLY, FILL_ALWAYS = 0, 1, 2
-FILL_CODES = {"no": FILL_NO, "fen_only": FILL_FEN_ONLY, "always": FILL_ALWAYS}
-NUM_PLANES = 112
-AUX = 104
-FLIP, MIRROR, TRANSPOSE = 1, 2, 4
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _Z = np.uint64(0)

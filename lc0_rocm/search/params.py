@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..encoding.planes import FILL_CODES
+
 MAX_OUT_OF_ORDER_FACTOR = 2.4  # lc0's MaxOutOfOrderEvalsFactor
 GPU_MINIBATCH = 256  # lc0's default MinibatchSize for a GPU backend (its backend's preferred batch)
 CPU_MINIBATCH = 16
@@ -24,7 +26,6 @@ CPU_MINIBATCH = 16
  P_DRAW_SCORE, P_WDL_RATIO, P_WDL_DIFF, P_WDL_MAX_S, P_CONTEMPT_BLACK, P_TB_PIECES, P_OUT_OF_ORDER) = range(28)
 P_SIZE = 32
 CONTEMPT_MODES = ("none", "white", "black")
-FILL_CODES = {"no": 0, "fen_only": 1, "always": 2}
 
 
 @dataclass

@@ -30,7 +30,7 @@ import chess
 import numpy as np
 
 from ..encoding.history import PositionState
-from ..encoding.outputs import NetOutputs
+from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from ..encoding.packed import PackedPlanes
 from ..encoding.policy_map import board_move_to_index
 from . import rules
@@ -44,7 +44,7 @@ from .tree import DRAW, LOSS, TABLEBASE, WIN, NodeTree, NodeView
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _INT_MAX = 2**31 - 1
 _NO_STOP = np.zeros(1, dtype=np.int32)
-_NO_OUTPUTS = NetOutputs(policy=np.zeros((0, 1858), np.float32), q=np.zeros(0, np.float32),
+_NO_OUTPUTS = NetOutputs(policy=np.zeros((0, POLICY_SIZE), np.float32), q=np.zeros(0, np.float32),
                          d=np.zeros(0, np.float32), wdl=None, mlh=None)
 _fast_log = sc.fast_log_f64
 

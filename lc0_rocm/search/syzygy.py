@@ -29,9 +29,10 @@ import chess.syzygy
 
 from lc0_rocm.errors import TablebaseError
 
+from .tree import DRAW, LOSS, WIN
+
 __all__ = ["Tablebases", "TablebaseError", "repeated_since_zeroing", "WIN", "DRAW", "LOSS"]
 
-WIN, DRAW, LOSS = 1, 0, -1
 
 # The DTZ a zeroing move (capture, pawn move) counts as, given the WDL of the position it leads to
 # seen from the side that made it: index wdl + 2 for wdl in -2..2 (loss, blessed loss, draw,

@@ -41,15 +41,14 @@ from .params import (P_CACHE_HISTORY, P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_F
                      P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT, P_INPUT_FORMAT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC,
                      P_ML_SCALED, P_ML_SLOPE, P_ML_THRESHOLD, P_MLH, P_STICKY, P_TEMPERATURE, P_TWO_FOLD,
                      P_EXACT_LIMIT, P_DRAW_SCORE, P_WDL_RATIO, P_WDL_DIFF, P_WDL_MAX_S, P_CONTEMPT_BLACK, P_TB_PIECES, P_OUT_OF_ORDER)
-from .tree import END_OF_GAME, M_960, M_ETOP, M_ROOT, M_STARTPOS, M_TOP, NON_TERMINAL, TABLEBASE, TWO_FOLD, init_node, \
+from .tree import DRAW, END_OF_GAME, LOSS, M_960, M_ETOP, M_ROOT, M_STARTPOS, M_TOP, NON_TERMINAL, TABLEBASE, TWO_FOLD, WIN, init_node, \
     make_not_terminal
 
-LOSS, DRAW, WIN = -1, 0, 1
 ZERO_PRIOR = np.float32(2.0 ** -31)  # what lc0's 16-bit prior storage gives back for a prior set to 0
 PUCT_TABLE_SIZE = 1 << 16
 MAX_MOVES = 256
 INT_MAX = 2**31 - 1
-NUM_PLANES = 112
+NUM_PLANES = enc.NUM_PLANES
 RULE50_PLANE = 109
 
 # counters the worker keeps (int64 array `stats`)
