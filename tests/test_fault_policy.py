@@ -8,7 +8,7 @@ import pytest
 
 from lc0_rocm.errors import BackendError, GpuError, NetFormatError, is_out_of_memory
 from lc0_rocm.backends.rocm import DEFAULT_MAX_BATCH
-from lc0_rocm.uci import _max_batch_option, _with_max_batch
+from lc0_rocm.engine import max_batch_option as _max_batch_option, with_max_batch as _with_max_batch
 
 
 def test_out_of_memory_is_recognised_from_real_errors():
