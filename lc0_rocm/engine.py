@@ -41,13 +41,13 @@ class EngineError(Lc0RocmError):
 class Responder(Protocol):
     """What the engine says; the caller decides how it is shown."""
 
-    def infos(self, lines: list, chess960: bool) -> None: ...  # search.search.InfoLine
+    def infos(self, lines: list) -> None: ...  # search.search.InfoLine
 
     def instamove_info(self, result) -> None: ...  # instamove.InstamoveResult
 
-    def policy_move(self, best, cp: int, ms: int, chess960: bool) -> None: ...  # depth 1, one node
+    def policy_move(self, best, cp: int, ms: int) -> None: ...  # depth 1, one node
 
-    def bestmove(self, best, ponder, chess960: bool) -> None: ...  # chess.Move or None
+    def bestmove(self, best, ponder) -> None: ...  # chess.Move or None
 
     def info_string(self, text: str) -> None: ...
 
@@ -403,7 +403,7 @@ class Engine:
         self.abort_and_wait()
         if self.position is None and self.position_error is not None:
             self.r.error(f"no position to search ({self.position_error})")
-            self.r.bestmove(None, None, False)
+            self.r.bestmove(None, None)
             return
         if self.position is None:
             self.position = self._parse_position(None, [])
@@ -450,10 +450,10 @@ class Engine:
             self.r.error(msg if isinstance(e, Lc0RocmError) else f"search failed to start: {type(e).__name__}: {msg}")
             self.fallback_bestmove(go.searchmoves)
 
-    def _answer(self, aborted: threading.Event, best, ponder, chess960: bool) -> None:
+    def _answer(self, aborted: threading.Event, best, ponder) -> None:
         with self._bestmove_lock:
             if not aborted.is_set():
-                self.r.bestmove(best, ponder, chess960)
+                self.r.bestmove(best, ponder)
 
     def _start_mcts(self, go: GoParams, received: Optional[float], aborted: Optional[threading.Event]) -> None:
         import chess
@@ -490,7 +490,6 @@ class Engine:
         self._last_game = (start_key, list(pos.moves))
         limits = tm.limits(go, self.game_ply(), black, tree_nodes=int(self.tree.root.n))
         self.go_params = go
-        chess960 = pos.chess960
         if aborted is None:
             aborted = self._search_aborted = threading.Event()
         search = None
@@ -500,10 +499,10 @@ class Engine:
                 tm.search_done(search.limits, (time.monotonic() - search.limits_origin) * 1000.0,
                                total_nodes=search.root.n)
                 self.note_search_error(search.error)
-            self._answer(aborted, best, ponder, chess960)
+            self._answer(aborted, best, ponder)
 
         def on_info(lines):
-            self.r.infos(lines, chess960)
+            self.r.infos(lines)
             s = search
             if self.opt("LogLiveStats") and s is not None and s.running:
                 for line in s.verbose_stats_lines():  # Nibbler's live move table
@@ -533,13 +532,12 @@ class Engine:
         self.go_params = go
         if aborted is None:
             aborted = self._search_aborted = threading.Event()
-        chess960 = self.position.chess960
         holder: list = []
 
         def on_bestmove(best, ponder) -> None:
             if holder:
                 self.note_search_error(holder[0].error)
-            self._answer(aborted, best, ponder, chess960)
+            self._answer(aborted, best, ponder)
 
         self.search = InstamoveSearch(self.algorithm, self.evaluator, self.position.history,
                                       go.infinite or go.ponder, self.r.instamove_info, on_bestmove)
@@ -563,15 +561,15 @@ class Engine:
             self.r.info_string("the search is still being compiled (first start only): "
                                "playing the network's policy move")
             if not moves:
-                self._answer(aborted, None, None, pos.chess960)
+                self._answer(aborted, None, None)
                 return
             d = e.wdl[1] if e.wdl is not None else 0.0
             cp = uci_score("centipawn", e.q, d, e.wdl is not None)
             ms = int((time.monotonic() - t0) * 1000)
             with self._bestmove_lock:
                 if not aborted.is_set():
-                    self.r.policy_move(moves[0], cp, ms, pos.chess960)
-                    self.r.bestmove(moves[0], None, pos.chess960)
+                    self.r.policy_move(moves[0], cp, ms)
+                    self.r.bestmove(moves[0], None)
         except Exception as e:  # the GUI still gets its bestmove
             self.r.error(f"search failed to start: {type(e).__name__}: {one_line(e)}")
             with self._bestmove_lock:
@@ -582,10 +580,8 @@ class Engine:
         """The answer to a `go` that could not search: the first legal move of the position (of its
         legal `searchmoves`, if any), or `(none)` without a position or a legal move."""
         legal = None
-        chess960 = False
         if self.position is not None:
             board = self.position.board
-            chess960 = self.position.chess960
             legal = next(iter(board.legal_moves), None)
             for tok in searchmoves:
                 try:
@@ -599,7 +595,7 @@ class Engine:
             import chess
 
             legal = next(iter(chess.Board().legal_moves), None)
-        self.r.bestmove(legal, None, chess960)
+        self.r.bestmove(legal, None)
 
     @property
     def searching(self) -> bool:

@@ -251,7 +251,7 @@ class UciEngine:
         if self.log.path != "<stderr>":
             self.log.write("##", line)
 
-    def bestmove(self, best, ponder, chess960: bool = False) -> None:
+    def bestmove(self, best, ponder) -> None:
         if best is None:
             self.send("bestmove (none)")
         elif ponder is not None:
@@ -259,7 +259,7 @@ class UciEngine:
         else:
             self.send(f"bestmove {_uci(best)}")
 
-    def infos(self, lines, chess960: bool = False) -> None:
+    def infos(self, lines) -> None:
         show_wdl = bool(self.opt("UCI_ShowWDL"))
         show_ml = bool(self.opt("UCI_ShowMovesLeft"))
         for info in lines:
@@ -283,7 +283,7 @@ class UciEngine:
     def instamove_info(self, result) -> None:
         self.send(instamove_info_line(result, bool(self.opt("UCI_ShowWDL"))))
 
-    def policy_move(self, best, cp: int, ms: int, chess960: bool = False) -> None:
+    def policy_move(self, best, cp: int, ms: int) -> None:
         self.send(f"info depth 1 seldepth 1 time {ms} nodes 1 score cp {cp} pv {_uci(best)}")
 
     def opt(self, name: str):
@@ -458,7 +458,7 @@ class _FdLines:
 
 def _uci(move) -> str:
     """UCI text of a move from our boards. The notation of castling is the board's: a position's
-    board has its chess960 flag set from UCI_Chess960 (encoding's parse_position), so its moves and
+    board has its chess960 flag set from UCI_Chess960 (engine.Engine.set_position), so its moves and
     the search's come as e1g1, or as king-takes-rook in Chess960 mode, and print as they are."""
     return move.uci()
 

@@ -34,16 +34,16 @@ class Said:
         self.events: list = []
         self.done = threading.Event()
 
-    def infos(self, lines, chess960=False):
+    def infos(self, lines):
         self.events.append(("infos", lines))
 
     def instamove_info(self, result):
         self.events.append(("instamove_info", result))
 
-    def policy_move(self, best, cp, ms, chess960=False):
+    def policy_move(self, best, cp, ms):
         self.events.append(("policy_move", best))
 
-    def bestmove(self, best, ponder, chess960=False):
+    def bestmove(self, best, ponder):
         self.events.append(("bestmove", best))
         self.done.set()
 

@@ -200,13 +200,13 @@ class _ErrorsOnly:
     def note(self, text: str) -> None:
         print(f"lc0-rocm: {text}", file=sys.stderr, flush=True)
 
-    def infos(self, lines, chess960=False) -> None:
+    def infos(self, lines) -> None:
         pass
 
     instamove_info = info_string = infos
 
-    def policy_move(self, best, cp, ms, chess960=False) -> None:
+    def policy_move(self, best, cp, ms) -> None:
         pass
 
-    def bestmove(self, best, ponder, chess960=False) -> None:
+    def bestmove(self, best, ponder) -> None:
         pass
