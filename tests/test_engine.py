@@ -292,3 +292,36 @@ def test_the_uci_loop_answers_while_a_clockless_go_waits_for_the_compile(recordi
     board = chess.Board()
     board.push_uci("e2e4")
     assert chess.Move.from_uci(lines[-1].split()[1]) in board.legal_moves
+
+
+@pytest.mark.parametrize("algorithm", ["policyhead", "valuehead"])
+def test_the_instamove_modes_never_start_the_search_compile(recording, monkeypatch, algorithm):
+    """lc0's policyhead / valuehead evaluate once per go: a first start (no compiled search) loads
+    the net and answers without starting the background compile of the MCTS."""
+    from lc0_rocm.search import jit
+
+    monkeypatch.setattr(jit, "is_compiled", lambda: False)  # a first start, whatever this machine's cache
+    said = Said()
+    e = Engine(said, algorithm=algorithm, opener=FakeGpu(recording))
+    e.configure([("WeightsFile", str(NET)), ("Backend", "rocm-fp16")])
+    assert e.ensure_net()
+    assert e.compile is None and not any("compiling" in x for x in said.of("note"))
+    _go(e, said, GoParams(wtime=1000, btime=1000))
+    assert said.of("instamove_info") and not said.of("policy_move")
+
+
+def test_a_clockless_go_searches_once_the_compile_is_done(recording):
+    """The owed bestmove of a `go nodes` that waited for the compile comes from the real search."""
+    said = Said()
+    e = Engine(said, opener=FakeGpu(recording))
+    e.configure([("WeightsFile", str(NET)), ("Backend", "rocm-fp16"), ("Threads", 1)])
+    e.compile = _Compile()
+    assert e.ensure_net()
+    e.go(GoParams(nodes=8))
+    assert isinstance(e.search, DeferredSearch) and not said.of("bestmove")
+    e.compile.ready.set()
+    assert said.done.wait(300)  # the search's compiled code loads from the cache (or compiles)
+    e.stop_and_wait()
+    assert said.of("infos") and not said.of("policy_move") and len(said.of("bestmove")) == 1
+    assert max(x.nodes for lines in said.of("infos") for x in lines if not x.comment) == 8
+    assert said.of("bestmove")[0] in chess.Board().legal_moves
