@@ -22,12 +22,15 @@ import os
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from .values import BadValue, parse_bool, parse_choice, parse_float, parse_int
+
 
 class OptionError(ValueError):
     """A bad option name or value (one line, naming the option and what is allowed)."""
 
 
-BACKENDS = ("auto", "rocm-auto", "rocm", "rocm-fp16", "cpu", "random", "trivial")  # backends/factory.py: BACKEND_NAMES
+# the backends by name: the one list (backends/factory.py's BACKEND_NAMES and the commands read it)
+BACKENDS = ("auto", "rocm-auto", "rocm", "rocm-fp16", "cpu", "random", "trivial")
 SCORE_TYPES = ("centipawn", "centipawn_with_drawscore", "centipawn_2019", "centipawn_2018", "win_percentage",
                "Q", "W-L", "WDL_mu")
 DEFAULT_CONFIG_FILE = "lc0-rocm.config"
@@ -49,29 +52,21 @@ class Spec:
     hidden: bool = False
 
     def parse(self, raw) -> object:
-        """The typed value of `raw` (str, or already typed), or OptionError."""
+        """The typed value of `raw` (str, or already typed), or OptionError (values.py's rules)."""
         if not isinstance(raw, str):
             raw = str(raw).lower() if isinstance(raw, bool) else str(raw)
         raw = raw.strip()
-        if self.kind == "check":
-            low = raw.lower()
-            if low in ("true", "false"):
-                return low == "true"
-            raise OptionError(f"option {self.name}: expected true or false, got {raw!r}")
-        if self.kind in ("spin", "float"):
-            try:
-                v = int(raw) if self.kind == "spin" else float(raw)
-            except ValueError:
-                what = "an integer" if self.kind == "spin" else "a number"
-                raise OptionError(f"option {self.name}: expected {what}, got {raw!r}") from None
-            if v != v or (self.min is not None and v < self.min) or (self.max is not None and v > self.max):
-                raise OptionError(f"option {self.name}: {raw} is out of range [{_num(self.min)}, {_num(self.max)}]")
-            return v
-        if self.kind == "combo":
-            for c in self.choices:
-                if c.lower() == raw.lower():
-                    return c
-            raise OptionError(f"option {self.name}: {raw!r} is not one of {', '.join(self.choices)}")
+        try:
+            if self.kind == "check":
+                return parse_bool(raw)
+            if self.kind == "spin":
+                return parse_int(raw, self.min, self.max)
+            if self.kind == "float":
+                return parse_float(raw, self.min, self.max)
+            if self.kind == "combo":
+                return parse_choice(raw, self.choices)
+        except BadValue as e:
+            raise OptionError(f"option {self.name}: {e}") from None
         return raw
 
     def declaration(self, value) -> str:
@@ -90,10 +85,6 @@ class Spec:
         if self.kind == "combo":
             text += "".join(f" var {c}" for c in self.choices)
         return text
-
-
-def _num(x) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 def _f(name, default, lo, hi, flag="", help="", hidden=False):
@@ -228,6 +219,10 @@ COMPATIBLE_ONLY: tuple[Spec, ...] = (
 )
 
 ALL_SPECS = SPECS + COMPATIBLE_ONLY
+# the options lc0 0.32.1 declares in its instamove modes (`lc0 policyhead`, then `uci`)
+INSTAMOVE_OPTIONS = ("LogFile", "ConfigFile", "Ponder", "SyzygyPath", "UCI_Chess960", "UCI_ShowWDL",
+                     "UCI_ShowMovesLeft", "PolicyTemperature", "HistoryFill", "WeightsFile", "Backend",
+                     "BackendOptions", "NNCacheSize")
 _BY_NAME = {s.name.lower(): s for s in ALL_SPECS}
 _BY_FLAG = {s.flag: s for s in ALL_SPECS if s.flag}
 _BY_SHORT = {s.short: s for s in ALL_SPECS if s.short}
@@ -239,6 +234,12 @@ def spec(name: str) -> Spec:
     if s is None:
         raise OptionError(f"unknown option {name!r}")
     return s
+
+
+def default(name: str):
+    """The default of option `name`: the one table of lc0's defaults that the search's parameters
+    (search/params.py) and the NN evaluator (search/evaluator.py) read theirs from."""
+    return spec(name).default
 
 
 class Options:
@@ -265,10 +266,12 @@ class Options:
 # Command-line flags and config files
 
 
-def parse_flags(argv: Iterable[str]) -> tuple[list[tuple[str, object]], dict]:
+def parse_flags(argv: Iterable[str], extra_specs: tuple = ()) -> tuple[list[tuple[str, object]], dict]:
     """lc0-style flags → ([(option name, value), ...] in order, {"help": bool, "show_hidden": bool}).
+    `extra_specs`: a command's own flags (Specs that are no engine option), parsed the same way.
 
     OptionError (one line) for an unknown flag, a missing value or a bad value."""
+    by_flag = {**_BY_FLAG, **{s.flag: s for s in extra_specs}}
     args = list(argv)
     out: list[tuple[str, object]] = []
     extra = {"help": False, "show_hidden": False}
@@ -285,11 +288,11 @@ def parse_flags(argv: Iterable[str]) -> tuple[list[tuple[str, object]], dict]:
         if a.startswith("--"):
             body = a[2:]
             name, eq, value = body.partition("=")
-            s = _BY_FLAG.get(name)
-            if s is None and name.startswith("no-") and name[3:] in _BY_FLAG and _BY_FLAG[name[3:]].kind == "check":
+            s = by_flag.get(name)
+            if s is None and name.startswith("no-") and name[3:] in by_flag and by_flag[name[3:]].kind == "check":
                 if eq:
                     raise OptionError(f"flag --{name} takes no value")
-                out.append((_BY_FLAG[name[3:]].name, False))
+                out.append((by_flag[name[3:]].name, False))
                 continue
             if s is None:
                 raise OptionError(f"unknown flag {a.split('=')[0]!r} (see --help)")
@@ -343,11 +346,12 @@ def read_config(path: str) -> list[str]:
     return flags
 
 
-def settings_from_command_line(argv: Iterable[str]) -> tuple[list[tuple[str, object]], dict]:
+def settings_from_command_line(argv: Iterable[str], extra_specs: tuple = ()) -> tuple[list[tuple[str, object]], dict]:
     """Flags from the command line and the config file it names (or the default one, when present):
     config-file flags first, so the command line wins. OptionError for a named config file that is
-    missing, or any bad flag (the config file's errors name the file)."""
-    settings, extra = parse_flags(argv)
+    missing, or any bad flag (the config file's errors name the file). `extra_specs`: as parse_flags'
+    (on the command line only)."""
+    settings, extra = parse_flags(argv, extra_specs)
     config = [v for n, v in settings if n == "ConfigFile"]
     path = config[-1] if config else DEFAULT_CONFIG_FILE
     if path and (config or os.path.exists(path)):

@@ -329,7 +329,7 @@ def test_auto_without_gpu_is_cpu_with_one_notice(capsys):
     for name in ("rocm", "rocm-fp16", "rocm-auto"):
         with pytest.raises(BackendError, match="^no GPU"):
             api.open_backend(SE_CLASSICAL, name)
-    assert BACKEND_NAMES == ("auto", "cpu", "rocm", "rocm-fp16", "rocm-auto", "random", "trivial")
+    assert BACKEND_NAMES == ("auto", "rocm-auto", "rocm", "rocm-fp16", "cpu", "random", "trivial")
 
 
 # ------------------------------------------------------------------------------------------------

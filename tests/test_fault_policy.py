@@ -5,13 +5,11 @@ run out)."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
 
 from lc0_rocm.backends.rocm import DEFAULT_MAX_BATCH
 from lc0_rocm.errors import BackendError, GpuError, GpuOutOfMemoryError
-from lc0_rocm.uci import MIN_GPU_BATCH, UciEngine, _max_batch_option
+from lc0_rocm.engine import MIN_GPU_BATCH, Engine, max_batch_option as _max_batch_option
 
 pytest.importorskip("hip")  # hip-python (a test dependency): its status enums, no GPU needed
 from lc0_rocm.gpu.runtime.hiperr import hip_module  # noqa: E402
@@ -46,9 +44,30 @@ class _Gpu:
         return "gpu"
 
 
-def _engine(backend_options: str = "") -> tuple[UciEngine, io.StringIO]:
-    out = io.StringIO()
-    return UciEngine(io.StringIO(), out, settings=[("BackendOptions", backend_options)]), out
+class _Said:
+    """A responder that keeps the engine's words as the UCI loop would print them."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def info_string(self, text):
+        self.lines.append(f"info string {text}")
+
+    def note(self, text):
+        self.lines.append(text)
+
+    def error(self, text):
+        self.lines.append(f"info string error {text}")
+
+    def getvalue(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _engine(backend_options: str = "") -> tuple[Engine, _Said]:
+    said = _Said()
+    e = Engine(said)
+    e.set_option("BackendOptions", backend_options)
+    return e, said
 
 
 def test_the_device_batch_starts_at_the_max_batch_option():

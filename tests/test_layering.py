@@ -16,8 +16,8 @@ PKG = Path(__file__).resolve().parent.parent / "lc0_rocm"
 
 # bottom (0) to top; a part may import parts of lower layers and its own part only
 LAYERS = {
-    "errors": 0, "activations": 0, "blas_threads": 0, "engine_options": 0, "default_net": 0,
-    "validation_positions": 1,
+    "errors": 0, "activations": 0, "blas_threads": 0, "values": 0, "default_net": 0,
+    "validation_positions": 1, "engine_options": 1,  # the option table, read by every layer above
     "encoding": 1,  # PackedPlanes, NetOutputs, policy map, position encoding: the I/O contract
     "net": 2,  # NetDescription, loader, writer
     "reference": 3, "onnx_export": 3,
@@ -26,9 +26,11 @@ LAYERS = {
     "gpu": 4,  # the package's own __init__ (a docstring)
     "backends": 5,
     "search": 6, "api": 6,
-    "bench": 7, "analyse": 7, "uci": 7, "instamove": 7,
-    "commands": 8, "cli": 8,
-    "__init__": 9,  # lc0_rocm's lazy exports
+    "bench": 7, "instamove": 7,
+    "engine": 8,  # the engine controller: net lifecycle, fault policy, search parameters, start/stop
+    "analyse": 9, "uci": 9,  # uci: the protocol only
+    "commands": 10, "cli": 10,
+    "__init__": 11,  # lc0_rocm's lazy exports
 }
 GPU_IMPORTERS = ("backends.rocm",)  # the only modules outside gpu/ that may import it
 # Known upward imports, each with its reason; the list only shrinks.

@@ -76,8 +76,8 @@ THREADS = 0  # lc0's Threads for the in-process searches (--threads)
 def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipeline: bool = True):
     """One `go nodes N` from `position` with a fresh tree and NN cache: (search, wall seconds)."""
     from lc0_rocm.encoding.position import parse_position
+    from lc0_rocm.engine import search_params_from
     from lc0_rocm.search.evaluator import NNEvaluator
-    from lc0_rocm.search.params import SearchParams
     from lc0_rocm.search.search import Search
     from lc0_rocm.search.tree import NodeTree
     from lc0_rocm.search.timemgr import SearchLimits
@@ -87,8 +87,8 @@ def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipe
     h = parse_position(fen, moves)
     tree = NodeTree()
     tree.set_position(fen or "startpos", list(moves), h.last)
-    params = SearchParams(minibatch_size=minibatch, smart_pruning_factor=0, pipeline=pipeline and THREADS != 1,
-                          threads=THREADS)
+    params = search_params_from({"MinibatchSize": minibatch, "SmartPruningFactor": 0,
+                                 "Threads": THREADS if pipeline else 1})  # Threads 1: no pipelining
     s = Search(tree, h.board, h.first, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl,
                has_mlh=net.has_moves_left)
     t0 = time.perf_counter()

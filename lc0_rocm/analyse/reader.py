@@ -47,10 +47,16 @@ class Selection:
             last = int(m.group(3)) if m.group(3) else (None if m.group(2) else first)
             if first < 1 or (last is not None and last < first):
                 raise InputError(f"--plies {plies!r}: plies count from 1 and the range must not be empty")
-        if side not in ("both", "white", "black"):
-            raise InputError(f"--side {side!r}: expected white, black or both")
-        if every < 1:
-            raise InputError(f"--every {every}: expected a positive number")
+        from ..values import BadValue, parse_choice, parse_int
+
+        try:
+            side = parse_choice(side, ("both", "white", "black"))
+        except BadValue:
+            raise InputError(f"--side {side!r}: expected white, black or both") from None
+        try:
+            every = parse_int(every, 1)
+        except BadValue:
+            raise InputError(f"--every {every}: expected a positive number") from None
         return Selection(first, last, side, every)
 
     def plies(self, n_moves: int, white_first: bool) -> list[int]:

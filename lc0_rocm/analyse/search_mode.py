@@ -23,8 +23,8 @@ class GameSearcher:
     """Searches the positions of games with one backend (one NN cache for the whole run)."""
 
     def __init__(self, evaluator, nodes: int, minibatch: int = 0, cache_size: int = 200_000):
+        from ..engine import search_params_from
         from ..search.evaluator import NNEvaluator
-        from ..search.params import SearchParams
         from ..search.search import warm_up
 
         self.api = evaluator
@@ -32,7 +32,7 @@ class GameSearcher:
         net = evaluator.net
         self.has_wdl, self.has_mlh = bool(net.has_wdl), bool(net.has_moves_left)
         self.nn = NNEvaluator(evaluator.backend, net.input_format, cache_size)
-        self.params = SearchParams(minibatch_size=minibatch, smart_pruning_factor=0, pipeline=False)
+        self.params = search_params_from({"MinibatchSize": minibatch, "SmartPruningFactor": 0, "Threads": 1})
         warm_up(self.nn, self.has_wdl, self.has_mlh, minibatch)
 
     def close(self) -> None:

@@ -1,7 +1,8 @@
 """Backend creation by name — the one backend policy of every entry point — and lc0-style backend
 options ("policy_head=optimistic,value_head=q").
 
-Names (`BACKEND_NAMES`, in the order a UCI combo lists them; `DEFAULT_BACKEND` = "auto" everywhere):
+Names (`BACKEND_NAMES`: engine_options.BACKENDS, the one list, in the order of the UCI combo, of
+`--help` and of the commands' help; `DEFAULT_BACKEND` = "auto" everywhere):
   auto       the GPU (as rocm-auto) when one is usable, otherwise the cpu backend with ONE notice
              "<why>; using the cpu backend" (on stderr as "lc0-rocm: ...", or to the caller's `notify`)
   cpu        the numpy reference
@@ -37,6 +38,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Callable, Optional
 
+from ..engine_options import BACKENDS, default
 from ..errors import BackendError
 from .options import bool_option, int_option, parse_backend_options
 
@@ -47,8 +49,8 @@ if TYPE_CHECKING:  # kept light: the command line imports the names without nump
     from ..net.description import NetDescription
     from .base import Backend
 
-BACKEND_NAMES = ("auto", "cpu", "rocm", "rocm-fp16", "rocm-auto", "random", "trivial")
-DEFAULT_BACKEND = "auto"
+BACKEND_NAMES = BACKENDS
+DEFAULT_BACKEND = default("Backend")
 _ROCM_PRECISION = {"rocm": "fp32", "rocm-fp16": "fp16", "rocm-auto": "auto"}
 
 

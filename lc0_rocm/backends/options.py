@@ -1,5 +1,6 @@
 """lc0-style backend options: the one parser of the string ("policy_head=optimistic,gpus=0,1") and of
-each value (booleans, integers, choices), shared by the backend factory and the GPU backend.
+each value (booleans, integers, choices: values.py's rules, as every option of the engine), shared by
+the backend factory and the GPU backend.
 
 Every error is a one-line `BackendError` naming the option, what was given and what is accepted.
 """
@@ -7,9 +8,7 @@ Every error is a one-line `BackendError` naming the option, what was given and w
 from __future__ import annotations
 
 from ..errors import BackendError
-
-_TRUE = ("true", "1", "yes", "on")
-_FALSE = ("false", "0", "no", "off")
+from ..values import BadValue, parse_bool, parse_choice, parse_int
 
 
 def parse_backend_options(options: str) -> dict[str, str]:
@@ -40,12 +39,10 @@ def bool_option(opts: dict[str, str], key: str, default: bool) -> bool:
     """opts[key] as true/false (also 1/0, yes/no, on/off), or `default` when absent."""
     if key not in opts:
         return default
-    v = opts[key].strip().lower()
-    if v in _TRUE:
-        return True
-    if v in _FALSE:
-        return False
-    raise BackendError(f"backend option {key}={opts[key]!r}: expected true or false")
+    try:
+        return parse_bool(opts[key])
+    except BadValue:
+        raise BackendError(f"backend option {key}={opts[key]!r}: expected true or false") from None
 
 
 def int_option(opts: dict[str, str], key: str, default, minimum: int = 1):
@@ -53,20 +50,17 @@ def int_option(opts: dict[str, str], key: str, default, minimum: int = 1):
     if key not in opts:
         return default
     try:
-        value = int(opts[key])
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
+        return parse_int(opts[key], minimum)
+    except BadValue:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise BackendError(f"backend option {key}={opts[key]!r}: expected {what}")
-    return value
+        raise BackendError(f"backend option {key}={opts[key]!r}: expected {what}") from None
 
 
 def choice_option(opts: dict[str, str], key: str, choices: tuple[str, ...], default: str) -> str:
     """opts[key] (lower-cased) if it is one of `choices`, or `default` when absent."""
     if key not in opts:
         return default
-    v = opts[key].strip().lower()
-    if v not in choices:
-        raise BackendError(f"backend option {key}={opts[key]!r}: expected one of {', '.join(choices)}")
-    return v
+    try:
+        return parse_choice(opts[key], choices)
+    except BadValue:
+        raise BackendError(f"backend option {key}={opts[key]!r}: expected one of {', '.join(choices)}") from None

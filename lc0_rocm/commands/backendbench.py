@@ -33,13 +33,13 @@ def _one_line_error(message: str):
 
 
 def _bool(value: str) -> bool:
-    """lc0's boolean flags also take a value: --clippy, --clippy=true, --clippy=false."""
-    v = value.lower()
-    if v in ("true", "1", "yes", "on"):
-        return True
-    if v in ("false", "0", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+    """lc0's boolean flags also take a value: --clippy, --clippy=true, --clippy=false (values.py)."""
+    from ..values import BadValue, parse_bool
+
+    try:
+        return parse_bool(value)
+    except BadValue as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
 import sys
 import time
 
@@ -59,8 +58,16 @@ POSITIONS = (
 # lc0's Benchmark::Run: (movetime ms, number of positions) of `benchmark` and of `bench`
 DEFAULTS = {"benchmark": (10000, 34), "bench": (500, 10)}
 ENGINE_DEFAULTS = [("Threads", 2), ("NNCacheSize", 200000)]  # lc0's benchmark defaults
-# the benchmark's own flags: name -> (minimum, maximum) for the integers, None for --fen
-FLAGS = {"nodes": (-1, 999999999), "movetime": (-1, 999999999), "num-positions": (1, len(POSITIONS)), "fen": None}
+
+
+def _bench_specs() -> tuple:
+    """The benchmark's own flags (lc0's), parsed by engine_options' flag parser beside the engine's."""
+    from ..engine_options import Spec
+
+    return (Spec("nodes", "spin", -1, "nodes", min=-1, max=999999999),
+            Spec("movetime", "spin", -1, "movetime", min=-1, max=999999999),
+            Spec("num_positions", "spin", 1, "num-positions", min=1, max=len(POSITIONS)),
+            Spec("fen", "string", "", "fen"))
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -79,52 +86,33 @@ class BenchSettings:
         return [self.fen] if self.fen else list(POSITIONS[:self.num_positions])
 
 
-def parse_args(command: str, argv: list[str]) -> tuple[BenchSettings, list[str]]:
-    """(the benchmark's own settings, the remaining flags for the engine). OptionError on a bad value."""
-    from ..engine_options import OptionError
+def parse_args(command: str, argv: list[str]) -> tuple[BenchSettings, list]:
+    """(the benchmark's own settings, the engine's (option, value) settings from the flags and the
+    config file), with --help in the second's extras: (bench, settings, extra). OptionError on a bad
+    flag or value."""
+    from ..engine_options import settings_from_command_line
 
     movetime, count = DEFAULTS[command]
     b = BenchSettings(movetime=movetime, num_positions=count)
-    rest = []
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        a = args[i]
-        i += 1
-        name, eq, value = a[2:].partition("=") if a.startswith("--") else ("", "", "")
-        if name not in FLAGS:
-            rest.append(a)
-            continue
-        if not eq:
-            if i >= len(args):
-                raise OptionError(f"flag --{name} needs a value")
-            value = args[i]
-            i += 1
-        if FLAGS[name] is None:
-            b.fen = value.strip()
-            continue
-        lo, hi = FLAGS[name]
-        try:
-            v = int(value)
-        except ValueError:
-            raise OptionError(f"flag --{name}: expected an integer, got {value!r}") from None
-        if not lo <= v <= hi:
-            raise OptionError(f"flag --{name}: {v} is out of range [{lo}, {hi}]")
-        setattr(b, name.replace("-", "_"), v)
-    return b, rest
+    specs = _bench_specs()
+    names = {s.name for s in specs}
+    settings, extra = settings_from_command_line(argv, specs)
+    for name, value in settings:
+        if name in names:
+            setattr(b, name, value.strip() if isinstance(value, str) else value)
+    return b, [(n, v) for n, v in settings if n not in names], extra
 
 
 def main(command: str, argv: list[str], out=None) -> int:
     """`lc0-rocm benchmark|bench [flags]`; the report goes to `out` (stdout), notes to stderr."""
     from .. import engine_options as eo
     from ..encoding.position import parse_position
+    from ..engine import Engine, EngineError
     from ..errors import Lc0RocmError, PositionError
-    from ..uci import UciEngine, UciError
 
     out = sys.stdout if out is None else out
     try:
-        bench, rest = parse_args(command, argv)
-        settings, extra = eo.settings_from_command_line(rest)
+        bench, settings, extra = parse_args(command, argv)
     except eo.OptionError as e:
         raise Lc0RocmError(f"{command}: {e}") from None
     if extra["help"]:
@@ -136,9 +124,11 @@ def main(command: str, argv: list[str], out=None) -> int:
               f"  --fen=FEN                    one position instead (FEN [moves ...])\n"
               f"and the engine's flags (lc0-rocm --help); Threads defaults to 2 and NNCacheSize to 200000.")
         return 0
+    quiet = _ErrorsOnly()
+    engine = Engine(quiet)
     try:
-        engine = UciEngine(inp=io.StringIO(""), out=_ErrorsOnly(), settings=ENGINE_DEFAULTS + settings)
-    except (UciError, eo.OptionError) as e:
+        engine.configure(ENGINE_DEFAULTS + settings)
+    except EngineError as e:
         raise Lc0RocmError(f"{command}: {e}") from None
     positions = []
     for text in bench.positions():
@@ -148,11 +138,11 @@ def main(command: str, argv: list[str], out=None) -> int:
         except PositionError as e:
             raise Lc0RocmError(f"{command}: {e}") from None
     if not engine.ensure_net():
-        raise Lc0RocmError(f"{command}: {engine.out.last_error or 'cannot load the network'}")
+        raise Lc0RocmError(f"{command}: {quiet.last_error or 'cannot load the network'}")
     try:
         return run_positions(engine, positions, bench, out)
     finally:
-        engine.cmd_quit("")
+        engine.close()
 
 
 def run_positions(engine, positions: list, bench: BenchSettings, out) -> int:
@@ -171,7 +161,8 @@ def run_positions(engine, positions: list, bench: BenchSettings, out) -> int:
     for k, (text, fen, moves, history) in enumerate(positions, 1):
         say(f"\nPosition: {k}/{len(positions)} {text}")
         board = history.board.copy(stack=False)
-        params = dataclasses.replace(engine._params(GoParams(), board.turn == chess.BLACK), smart_pruning_factor=0.0)
+        params = dataclasses.replace(engine.search_params(GoParams(), board.turn == chess.BLACK),
+                                     smart_pruning_factor=0.0)
         limits = SearchLimits(deadline_ms=float(bench.movetime) if bench.movetime >= 0 else None,
                               nodes=bench.nodes if bench.nodes >= 0 else NODE_LIMIT_MAX)
         tree = NodeTree()
@@ -197,14 +188,25 @@ def benchmark_line(info) -> str:
     return line + (f", move {info.pv[0].uci()}" if info.pv else "")
 
 
-class _ErrorsOnly(io.TextIOBase):
-    """The engine's UCI channel during a benchmark: nothing is shown; the last `info string error`
-    is kept for the one-line error."""
+class _ErrorsOnly:
+    """The engine's responder during a benchmark: nothing is shown but the notes (stderr); the last
+    error is kept for the one-line error."""
 
     last_error = ""
 
-    def write(self, text: str) -> int:
-        for line in text.splitlines():
-            if line.startswith("info string error: "):
-                self.last_error = line[len("info string error: "):]
-        return len(text)
+    def error(self, text: str) -> None:
+        self.last_error = text
+
+    def note(self, text: str) -> None:
+        print(f"lc0-rocm: {text}", file=sys.stderr, flush=True)
+
+    def infos(self, lines) -> None:
+        pass
+
+    instamove_info = info_string = infos
+
+    def policy_move(self, best, cp, ms) -> None:
+        pass
+
+    def bestmove(self, best, ponder) -> None:
+        pass

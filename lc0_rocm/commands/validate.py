@@ -226,13 +226,13 @@ def search_bestmoves(backend, net, boards, nodes: int, minibatch: int) -> list:
     """The move our MCTS chooses after `nodes` nodes from each board (None without legal moves), with
     deterministic settings: a fresh tree and NN cache per position, no smart pruning."""
     from ..encoding.history import History
+    from ..engine import search_params_from
     from ..search.evaluator import NNEvaluator
-    from ..search.params import SearchParams
     from ..search.search import Search
     from ..search.tree import NodeTree
     from ..search.timemgr import SearchLimits
 
-    params = SearchParams(minibatch_size=minibatch, smart_pruning_factor=0)
+    params = search_params_from({"MinibatchSize": minibatch, "SmartPruningFactor": 0})
     result = []
     for board in boards:
         if not any(board.generate_legal_moves()):

@@ -13,6 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Optional
 
 from ..backends.base import Backend
+from ..engine_options import default as _d
 from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
 from .move_codes import index_tables
@@ -22,15 +23,15 @@ from .nncache import NNCache
 class NNEvaluator:
     """Owns the backend, the NN cache and one worker thread running `backend.evaluate`."""
 
-    def __init__(self, backend: Backend, input_format: int, cache_size: int = 2_000_000,
-                 policy_temperature: float = 1.359):
+    def __init__(self, backend: Backend, input_format: int, cache_size: int = _d("NNCacheSize"),
+                 policy_temperature: float = _d("PolicyTemperature")):
         self.backend = backend
         self.input_format = input_format
         self.policy_temperature = policy_temperature
-        self.fill = "fen_only"  # HistoryFill; part of the planes, hence of the cache key
+        self.fill = _d("HistoryFill")  # HistoryFill; part of the planes, hence of the cache key
         # What identifies a cached evaluation: 7 = the whole network input (exact); L < 7 = the last
         # L + 1 positions and their repetition counts (0, lc0's default: the current position only).
-        self.cache_history_length = 0
+        self.cache_history_length = _d("CacheHistoryLength")
         self.cache = NNCache(cache_size)
         self.index_tables = index_tables(tuple(range(16)))  # [black * 8 + transform, move code]
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nn-eval")

@@ -1,4 +1,5 @@
-"""Search parameters: lc0's search options with their defaults (`src/search/classic/params.cc`).
+"""Search parameters: lc0's search options (`src/search/classic/params.cc`), their defaults read from
+engine_options' table (the one home of lc0's defaults).
 
 `SearchParams` is what the UCI layer fills from its options; `packed()` lays the numbers out in
 one float64 array for the compiled worker (indices `P_*`). `collision_budget` and
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..encoding.planes import FILL_CODES
+from ..engine_options import default as _d
 
-MAX_OUT_OF_ORDER_FACTOR = 2.4  # lc0's MaxOutOfOrderEvalsFactor
 GPU_MINIBATCH = 256  # lc0's default MinibatchSize for a GPU backend (its backend's preferred batch)
 CPU_MINIBATCH = 16
 
@@ -30,48 +31,49 @@ CONTEMPT_MODES = ("none", "white", "black")
 
 @dataclass
 class SearchParams:
-    """Search constants, named and defaulted as lc0's UCI options."""
+    """Search constants, named as lc0's UCI options, their defaults read from the one table of
+    them (engine_options)."""
 
-    cpuct: float = 1.745
-    cpuct_base: float = 38739.0
-    cpuct_factor: float = 3.894
-    fpu_value: float = 0.330  # FpuStrategy "reduction"
+    cpuct: float = _d("CPuct")
+    cpuct_base: float = _d("CPuctBase")
+    cpuct_factor: float = _d("CPuctFactor")
+    fpu_value: float = _d("FpuValue")  # FpuStrategy "reduction"
     fpu_absolute: bool = False
     fpu_value_at_root: float | None = None  # None: FpuStrategyAtRoot "same"
     fpu_absolute_at_root: bool | None = None
-    policy_temperature: float = 1.359
-    minibatch_size: int = 0  # 0: the backend's suggestion (see `suggested_minibatch`)
-    max_collision_visits: int = 80000  # lc0's MaxCollisionVisits and its scaling with the root's visits
-    max_collision_visits_scaling_start: int = 28
-    max_collision_visits_scaling_end: int = 145000
-    max_collision_visits_scaling_power: float = 1.25
+    policy_temperature: float = _d("PolicyTemperature")
+    minibatch_size: int = _d("MinibatchSize")  # 0: the backend's suggestion (see `suggested_minibatch`)
+    max_collision_visits: int = _d("MaxCollisionVisits")  # lc0's MaxCollisionVisits and its scaling with the root's visits
+    max_collision_visits_scaling_start: int = _d("MaxCollisionVisitsScalingStart")
+    max_collision_visits_scaling_end: int = _d("MaxCollisionVisitsScalingEnd")
+    max_collision_visits_scaling_power: float = _d("MaxCollisionVisitsScalingPower")
     exact_node_limit: bool = True  # never gather past `go nodes` (lc0 may overshoot by up to a batch)
-    smart_pruning_factor: float = 1.33
-    two_fold_draws: bool = True
-    sticky_endgames: bool = True
+    smart_pruning_factor: float = _d("SmartPruningFactor")
+    two_fold_draws: bool = _d("TwoFoldDraws")
+    sticky_endgames: bool = _d("StickyEndgames")
     pipeline: bool = True  # gather the next batch while the backend evaluates this one
-    threads: int = 0  # lc0's Threads: batches in flight with pipelining (0: automatic, 2)
-    multipv: int = 1
-    moves_left_max_effect: float = 0.0345
-    moves_left_threshold: float = 0.8
-    moves_left_slope: float = 0.0027
-    moves_left_constant_factor: float = 0.0
-    moves_left_scaled_factor: float = 1.6521
-    moves_left_quadratic_factor: float = -0.6521
-    max_out_of_order_factor: float = MAX_OUT_OF_ORDER_FACTOR
-    out_of_order_eval: bool = True
-    smart_pruning_minimum_batches: int = 0
-    per_pv_counters: bool = False
-    draw_score: float = 0.0  # DrawScore: a draw's value for White (Black gets its negation)
+    threads: int = _d("Threads")  # lc0's Threads: batches in flight with pipelining (0: automatic, 2)
+    multipv: int = _d("MultiPV")
+    moves_left_max_effect: float = _d("MovesLeftMaxEffect")
+    moves_left_threshold: float = _d("MovesLeftThreshold")
+    moves_left_slope: float = _d("MovesLeftSlope")
+    moves_left_constant_factor: float = _d("MovesLeftConstantFactor")
+    moves_left_scaled_factor: float = _d("MovesLeftScaledFactor")
+    moves_left_quadratic_factor: float = _d("MovesLeftQuadraticFactor")
+    max_out_of_order_factor: float = _d("MaxOutOfOrderEvalsFactor")
+    out_of_order_eval: bool = _d("OutOfOrderEval")
+    smart_pruning_minimum_batches: int = _d("SmartPruningMinimumBatches")
+    per_pv_counters: bool = _d("PerPVCounters")
+    draw_score: float = _d("DrawScore")  # DrawScore: a draw's value for White (Black gets its negation)
     wdl_rescale_ratio: float = 1.0  # from `wdl_rescale_params`
     wdl_rescale_diff: float = 0.0
-    wdl_max_s: float = 1.4
-    wdl_eval_objectivity: float = 1.0
+    wdl_max_s: float = _d("WDLMaxS")
+    wdl_eval_objectivity: float = _d("WDLEvalObjectivity")
     contempt_mode: str = "none"  # the side contempt favours in this search: none, white, black
-    syzygy_fast_play: bool = False
-    nps_limit: float = 0.0
-    ram_limit_mb: int = 0
-    solid_tree_threshold: int = 100
+    syzygy_fast_play: bool = _d("SyzygyFastPlay")
+    nps_limit: float = _d("NodesPerSecondLimit")
+    ram_limit_mb: int = _d("RamLimitMb")
+    solid_tree_threshold: int = _d("SolidTreeThreshold")
 
     @property
     def rescales_nn_values(self) -> bool:
