@@ -27,7 +27,7 @@ from typing import Optional, Protocol
 
 from . import engine_options as eo
 from .errors import BackendError, GpuOutOfMemoryError, Lc0RocmError, PositionError, one_line
-from .search.timemgr import GoParams
+from .search.limits import GoParams
 
 NET_KEYS = ("WeightsFile", "Backend", "BackendOptions")
 MIN_GPU_BATCH = 16  # the smallest device batch tried after the GPU runs out of memory

@@ -41,7 +41,7 @@ from . import __version__
 from . import engine_options as eo
 from .engine import MCTS, Engine, EngineError
 from .errors import Lc0RocmError, one_line
-from .search.timemgr import GoParams
+from .search.limits import GoParams
 
 
 class UciError(Lc0RocmError):

@@ -21,7 +21,7 @@ from lc0_rocm.backends.replay import RecordingBackend, ReplayBackend
 from lc0_rocm.backends.rocm import DEFAULT_MAX_BATCH
 from lc0_rocm.engine import MIN_GPU_BATCH, DeferredSearch, Engine
 from lc0_rocm.errors import BackendError, GpuOutOfMemoryError
-from lc0_rocm.search.timemgr import GoParams
+from lc0_rocm.search.limits import GoParams
 
 NET = WEIGHTS_DIR / "se-classical-small.pb.gz"
 OOM = "GPU evaluation failed: hipMalloc failed: hipErrorOutOfMemory (2)"
@@ -191,7 +191,7 @@ def test_a_search_that_runs_out_of_memory_is_answered_and_the_next_go_retries_sm
     e, said = _engine(gpu)
     assert e.ensure_net()
     _go(e, said)  # answered all the same (the first legal move)
-    assert said.of("error") == [f"search failed: BackendError: {OOM}"]
+    assert said.of("error") == [f"search failed: GpuOutOfMemoryError: {OOM}"]
     assert e.backend_fault is not None
     gpu.fail_at = 0
     _go(e, said)

@@ -18,7 +18,7 @@ from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.search.evaluator import NNEvaluator
 from lc0_rocm.search.params import SearchParams
 from lc0_rocm.search.search import Search
-from lc0_rocm.search.timemgr import SearchLimits
+from lc0_rocm.search.limits import SearchLimits
 from lc0_rocm.search.tree import NodeTree
 
 from lc0_oracle import require_lc0

@@ -26,20 +26,18 @@ from lc0_rocm.backends.factory import create_backend
 from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.net.loader import load_net
 from lc0_rocm.encoding.history import PositionState
+from lc0_rocm.search import backup as bk
+from lc0_rocm.search import batch as bt
+from lc0_rocm.search import extend as ext
+from lc0_rocm.search import pick as pk
 from lc0_rocm.search import rules
-from lc0_rocm.search import worker as wk
 from lc0_rocm.search.evaluator import NNEvaluator
 from lc0_rocm.search.params import SearchParams
 from lc0_rocm.search.search import Search
 from lc0_rocm.search.tree import DRAW, END_OF_GAME, TWO_FOLD, WIN, NodeTree
-from lc0_rocm.search.timemgr import (
-    GoParams,
-    IterationStats,
-    SearchLimits,
-    Stopper,
-    TimeManager,
-    estimated_moves_to_go,
-)
+from lc0_rocm.search.limits import GoParams, IterationStats, SearchLimits
+from lc0_rocm.search.stoppers import Stopper
+from lc0_rocm.search.timemgr import TimeManager, estimated_moves_to_go
 
 from lc0_oracle import require_lc0
 from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR, require_shared
@@ -289,12 +287,12 @@ def test_two_fold_repetition_inside_the_tree_is_a_draw():
     t, row = s.tree.arrays, s.tree.root_row
     assert t.reps[row] == 1
     p = s._packed
-    assert wk.draw_by_rule(t, p, row, 5) == (4.0, TWO_FOLD)  # ply 4: the cycle is inside
-    assert wk.draw_by_rule(t, p, row, 4)[1] == 0  # first occurrence before the root
+    assert ext.draw_by_rule(t, p, row, 5) == (4.0, TWO_FOLD)  # ply 4: the cycle is inside
+    assert ext.draw_by_rule(t, p, row, 4)[1] == 0  # first occurrence before the root
     p = s.params
     p.two_fold_draws = False
     packed = p.packed(False, ev.input_format, ev.fill, ev.cache_history_length)
-    assert wk.draw_by_rule(t, packed, row, 5)[1] == 0
+    assert ext.draw_by_rule(t, packed, row, 5)[1] == 0
 
 
 def test_root_without_legal_moves_answers_none():
@@ -489,26 +487,26 @@ def _force_playout(s: Search, ucis: list[str]):
     t.nif[node] += 1
     for uci in ucis:
         moves = tree.root.__class__(tree, node).moves
-        node = int(wk.new_child(t, node, [m.uci() for m in moves].index(uci)))
+        node = int(pk.new_child(t, node, [m.uci() for m in moves].index(uci)))
         t.nif[node] += 1
     depth = len(ucis) + 1
     if t.term[node]:
-        wk.backup(t, s.stats, s._packed, node, float(t.wl[node]), float(t.d[node]), float(t.m[node]), depth, root)
+        bk.backup(t, s.stats, s._packed, node, float(t.wl[node]), float(t.d[node]), float(t.m[node]), depth, root)
     else:
         assert t.n[node] == 0
-        slot = wk.new_batch(1)
+        slot = bt.new_batch(1)
         dq = np.zeros(4)
-        if wk.extend(t, s.stats, s._packed, s.ev.cache.arrays, slot, node, depth, 0, root,
-                     np.zeros(wk.MAX_MOVES, np.int16), dq, np.zeros((1, 5), np.int64), np.zeros(1, np.uint64)) == 1:
+        if ext.extend(t, s.stats, s._packed, s.ev.cache.arrays, slot, node, depth, 0, root,
+                      np.zeros(bt.MAX_MOVES, np.int16), dq, np.zeros((1, 5), np.int64), np.zeros(1, np.uint64)) == 1:
             from lc0_rocm.encoding.packed import PackedPlanes
             out = s.ev.backend.evaluate(PackedPlanes(slot.masks[:1], slot.values[:1], slot.transform[:1]))
             mlh = out.mlh if out.mlh is not None else out.q
-            wk.apply(t, s.stats, s._packed, s.ev.cache.arrays, slot, 1, out.policy, out.q, out.d, mlh,
-                     out.mlh is not None, s.ev.index_tables, wk.new_apply_work())
+            bk.apply(t, s.stats, s._packed, s.ev.cache.arrays, slot, 1, out.policy, out.q, out.d, mlh,
+                     out.mlh is not None, s.ev.index_tables, bk.new_apply_work())
         elif dq[0] == 1:  # a cache hit
-            wk.backup(t, s.stats, s._packed, node, -dq[1], dq[2], dq[3], depth, root)
+            bk.backup(t, s.stats, s._packed, node, -dq[1], dq[2], dq[3], depth, root)
         else:
-            wk.backup(t, s.stats, s._packed, node, float(t.wl[node]), float(t.d[node]), float(t.m[node]), depth, root)
+            bk.backup(t, s.stats, s._packed, node, float(t.wl[node]), float(t.d[node]), float(t.m[node]), depth, root)
     return tree.root.__class__(tree, node)
 
 

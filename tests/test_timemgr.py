@@ -3,7 +3,9 @@
 The expected budgets are worked out here, step by step, from lc0's formulas
 (src/search/classic/stoppers/legacy.cc, smooth.cc, alphazero.cc, simple.cc), independently of
 lc0_rocm.search.timemgr. The oracle test runs the lc0 binary (v0.32.1, eigen, maia-1100) with smart
-pruning off, so it thinks for exactly its budget, and compares how long it thought with ours.
+pruning off and compares the budget lc0 logs for each move with ours; ours hears how long lc0 thought
+(its last `info time`), so the budgets that carry time over agree however loaded the machine is. How
+long lc0 or we overrun a budget is a latency, measured in docs/reliability.md, not tested here.
 """
 
 from __future__ import annotations
@@ -16,15 +18,13 @@ import time
 
 import pytest
 
+from lc0_rocm.search.limits import GoParams, IterationStats, SearchLimits
+from lc0_rocm.search.stoppers import Stopper
 from lc0_rocm.search.timemgr import (
     AlphazeroTimeManager,
-    GoParams,
-    IterationStats,
     LegacyTimeManager,
     SimpleTimeManager,
     SmoothTimeManager,
-    SearchLimits,
-    Stopper,
     TimeManager,
     lc0_game_ply,
     make_time_manager,
@@ -556,23 +556,6 @@ def test_oracle_budgets_match_lc0(tmp_path):
             # lc0 truncates the budget to whole ms (and lc0 plans in float32: allow 1 ms)
             assert abs(row[2] - int(budget)) <= 1, (row, budget)
             assert row[3] == pytest.approx(extra, abs=1), (row, extra)
-    report = "\n".join(f"{s:>40} | {g:<55} ours {c:7.0f} (+{e:.0f}) | lc0 wall {w:7.1f} ms, lc0 time {t}"
-                       for s, g, c, e, w, t in rows)
-    print("\n" + report)
-    for spec, go_line, clock, extra, wall, lc0_time in rows:
-        # lc0's own clock (its last `info time`) stops at its first check past the budget; the wall
-        # clock adds the pipes and, at worst, one batch in flight (tens of ms on a loaded CPU)
-        tol = max(60.0, 0.10 * clock)
-        wall_tol = max(100.0, 0.15 * clock)
-        assert lc0_time is not None, (spec, go_line)
-        if extra == 0:
-            # smart pruning off: lc0 thinks for its whole budget
-            assert clock - 2 <= lc0_time <= clock + tol, (spec, go_line, clock, lc0_time)
-            assert clock - 2 <= wall <= clock + wall_tol, (spec, go_line, clock, wall)
-        else:
-            # smooth's piggy bank: somewhere between the budget and the budget plus the bank
-            assert clock - 2 <= lc0_time <= clock + extra + tol, (spec, go_line, clock, extra, lc0_time)
-            assert clock - 2 <= wall <= clock + extra + wall_tol, (spec, go_line, clock, extra, wall)
 
 
 def test_the_engine_keeps_its_own_latency_back_on_top_of_move_overhead():
@@ -581,7 +564,7 @@ def test_the_engine_keeps_its_own_latency_back_on_top_of_move_overhead():
     MoveOverheadMs alone lc0-rocm lost on time where lc0 did not; docs/reliability.md)."""
     import io
 
-    from lc0_rocm.search.timemgr import ENGINE_LATENCY_MS, GoParams
+    from lc0_rocm.search.timemgr import ENGINE_LATENCY_MS
     from lc0_rocm.uci import UciEngine
 
     engine = UciEngine(inp=io.StringIO(""), out=io.StringIO())

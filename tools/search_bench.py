@@ -80,7 +80,7 @@ def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipe
     from lc0_rocm.search.evaluator import NNEvaluator
     from lc0_rocm.search.search import Search
     from lc0_rocm.search.tree import NodeTree
-    from lc0_rocm.search.timemgr import SearchLimits
+    from lc0_rocm.search.limits import SearchLimits
 
     fen, moves = position
     ev = NNEvaluator(backend, net.input_format)

@@ -59,7 +59,7 @@ class GameSearcher:
 
     def _position(self, task, ply: int, tree, start_key: str, h, i: int) -> dict:
         from ..search.search import Search
-        from ..search.timemgr import SearchLimits
+        from ..search.limits import SearchLimits
 
         moves = task.moves[: ply - 1]
         played = task.moves[ply - 1] if ply <= len(task.moves) else None

@@ -150,7 +150,7 @@ def run_positions(engine, positions: list, bench: BenchSettings, out) -> int:
     import chess
 
     from ..search.search import Search
-    from ..search.timemgr import NODE_LIMIT_MAX, GoParams, SearchLimits
+    from ..search.limits import NODE_LIMIT_MAX, GoParams, SearchLimits
     from ..search.tree import NodeTree
 
     def say(line: str) -> None:

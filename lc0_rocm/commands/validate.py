@@ -230,7 +230,7 @@ def search_bestmoves(backend, net, boards, nodes: int, minibatch: int) -> list:
     from ..search.evaluator import NNEvaluator
     from ..search.search import Search
     from ..search.tree import NodeTree
-    from ..search.timemgr import SearchLimits
+    from ..search.limits import SearchLimits
 
     params = search_params_from({"MinibatchSize": minibatch, "SmartPruningFactor": 0})
     result = []

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..encoding.planes import AUX, FILL_CODES, NUM_PLANES  # noqa: F401  (FILL_NO .. below are its codes)
-from ..encoding.transforms import FLIP, MIRROR, TRANSPOSE
+from ..encoding.packed import NUM_PLANES
+from ..encoding.planes import AUX, FILL_CODES
+from ..encoding.transforms import FLIP, MASK64, MIRROR, TRANSPOSE
 from .jit import jit
 from .rules import msb
 
-FILL_NO, FILL_FEN_ONLY, FILL_ALWAYS = 0, 1, 2
+FILL_NO, FILL_FEN_ONLY, FILL_ALWAYS = FILL_CODES["no"], FILL_CODES["fen_only"], FILL_CODES["always"]
 
-_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_ALL = np.uint64(MASK64)
 _Z = np.uint64(0)
 _ONE = np.uint64(1)
 _FILES_A_D = np.uint64(0x0F0F0F0F0F0F0F0F)
@@ -184,13 +185,35 @@ def encode(node, parent, bbs, castling, black, ep_file, rule50, reps, first_is_s
     `first_is_startpos`: the game's first position is lc0's start board. `fill`: 0 no,
     1 fen_only, 2 always. Nothing is validated (format and fill must be supported ones).
     """
+    _history_planes(node, parent, bbs, castling, black, ep_file, rule50, reps, first_is_startpos, input_format,
+                    fill, masks)
+    _aux_planes(node, bbs, castling, black, ep_file, rule50, input_format, masks, values)
+    if input_format < 3:
+        return 0
+    # Canonical formats: ChooseTransform on the current board, applied to planes 0..108.
+    t = choose_transform(masks, castling[node])
+    if t:
+        for j in range(AUX + 5):
+            x = masks[j]
+            if x != _Z and x != _ALL:
+                if t & FLIP:
+                    x = _flip(x)
+                if t & MIRROR:
+                    x = _mirror(x)
+                if t & TRANSPOSE:
+                    x = _transpose(x)
+                masks[j] = x
+    return t
+
+
+@jit
+def _history_planes(node, parent, bbs, castling, black, ep_file, rule50, reps, first_is_startpos, input_format,
+                    fill, masks):
+    """Planes 0..103 of `encode` (arguments as there)."""
     bl = black[node] != 0
     canonical = input_format >= 3
-    hecto = input_format >= 4
-    armageddon = input_format == 132 or input_format == 133
     v2 = input_format == 5 or input_format == 133
     last_castling = castling[node]
-
     # ---- history planes 0..103: EncodePositionForNN's history loop (encoder.cc), slot i = 13
     # planes of the position i plies back in the current side to move's frame; FillEmptyHistory
     # copies of the first position; canonical formats stop at a castling change, an older en-passant
@@ -265,6 +288,15 @@ def encode(node, parent, bbs, castling, black, ep_file, rule50, reps, first_is_s
     for j in range(13 * written, AUX):  # slots the walk did not reach
         masks[j] = _Z
 
+
+@jit
+def _aux_planes(node, bbs, castling, black, ep_file, rule50, input_format, masks, values):
+    """Planes 104..111 of `encode` (arguments as there), and every plane's value."""
+    bl = black[node] != 0
+    canonical = input_format >= 3
+    hecto = input_format >= 4
+    armageddon = input_format == 132 or input_format == 133
+    last_castling = castling[node]
     # ---- auxiliary planes 104..111 (EncodePositionForNN): castling (all ones per right for format
     # 1, rook files on ranks 1/8 otherwise), side to move or en passant, rule 50, armageddon, ones.
     a0 = _Z
@@ -304,23 +336,6 @@ def encode(node, parent, bbs, castling, black, ep_file, rule50, reps, first_is_s
         values[AUX + 5] = np.float32(rule50[node]) / np.float32(100.0)
     else:
         values[AUX + 5] = np.float32(rule50[node])
-
-    if not canonical:
-        return 0
-    # Canonical formats: ChooseTransform on the current board, applied to planes 0..108.
-    t = choose_transform(masks, last_castling)
-    if t:
-        for j in range(AUX + 5):
-            x = masks[j]
-            if x != _Z and x != _ALL:
-                if t & FLIP:
-                    x = _flip(x)
-                if t & MIRROR:
-                    x = _mirror(x)
-                if t & TRANSPOSE:
-                    x = _transpose(x)
-                masks[j] = x
-    return t
 
 
 _P1 = np.uint64(11400714785074694791)

@@ -38,15 +38,19 @@ import numba
 from numba.core import caching
 
 HERE = Path(__file__).resolve().parent
+# the folders whose modules the compiled search is made of: this one, and the encoding package whose
+# constants (planes, transforms, the policy map) it imports
+SOURCE_DIRS = (HERE, HERE.parent / "encoding")
 COMPILED: list = []  # every @jit / @jit_alloc function of the search, in import order
 
 
 @functools.lru_cache(maxsize=None)
 def sources_key() -> str:
-    """Hash of the compiled search's sources (every module of this package folder)."""
+    """Hash of the compiled search's sources: every module of this package folder, and of
+    `SOURCE_DIRS` (compiled code freezes the constants it imports from there)."""
     h = hashlib.sha256()
-    for f in sorted(HERE.glob("*.py")):
-        h.update(f.name.encode())
+    for f in sorted(f for d in SOURCE_DIRS for f in d.glob("*.py")):
+        h.update(str(f.relative_to(HERE.parent)).encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 

@@ -1,11 +1,11 @@
 """One `go`: the search loop's control and its reports (lc0's `Search`, `src/search/classic/search.cc`).
 
-Python keeps control; the per-playout work runs compiled (`search.worker`). In its own thread a
-`Search` repeats:
+Python keeps control; the per-playout work runs compiled (`search.worker` and the picking,
+extension and backup modules it calls). In its own thread a `Search` repeats:
   1. gather a minibatch of leaves (`worker.gather`, GIL released) into one of a few batch buffers;
   2. hand it to the backend at once: an asynchronous backend (a GPU) then holds up to two batches
      while the next is gathered, a synchronous one computes on the evaluator's worker thread;
-  3. collect the oldest batch, expand its leaves and back their values up (`worker.apply`);
+  3. collect the oldest batch, expand its leaves and back their values up (`backup.apply`);
   4. ask the `Stopper` (time, nodes, depth, smart pruning) whether to stop; send `info` lines.
 Without pipelining (Threads 1) each batch is gathered, evaluated and applied before the next: then
 the tree is lc0's visit for visit (tests/test_search.py).
@@ -33,12 +33,16 @@ from ..encoding.history import PositionState
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from ..encoding.packed import PackedPlanes
 from ..encoding.policy_map import board_move_to_index
+from . import backup as bk
+from . import batch as bt
+from . import pick as pk
 from . import rules
 from . import score as sc
 from . import worker as wk
 from .evaluator import NNEvaluator
 from .params import P_TB_PIECES, SearchParams, batches_in_flight, collision_budget, suggested_minibatch
-from .timemgr import IterationStats, SearchLimits, Stopper
+from .limits import IterationStats, SearchLimits
+from .stoppers import Stopper
 from .tree import DRAW, LOSS, TABLEBASE, WIN, NodeTree, NodeView
 
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
@@ -86,7 +90,7 @@ class _Slot:
     __slots__ = ("arrays", "count", "pending")
 
     def __init__(self, capacity: int):
-        self.arrays = wk.new_batch(capacity)
+        self.arrays = bt.new_batch(capacity)
         self.count = 0
         self.pending = None
 
@@ -133,7 +137,7 @@ class Search:
         self.score_type = score_type
         mb = params.minibatch_size or suggested_minibatch(evaluator.backend)
         self.minibatch = max(1, min(mb, evaluator.backend.max_batch))
-        self.stats = np.zeros(wk.STATS_SIZE, dtype=np.int64)
+        self.stats = np.zeros(bt.STATS_SIZE, dtype=np.int64)
         self._stop_flag = np.zeros(1, dtype=np.int32)  # read by the compiled gatherer
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
@@ -161,20 +165,20 @@ class Search:
         self._use_allowed = bool(self.root_filter)
 
     # ---- counters (kept by the compiled worker)
-    playouts = property(lambda self: int(self.stats[wk.S_PLAYOUTS]))
-    batches = property(lambda self: int(self.stats[wk.S_BATCHES]))
-    nn_evals = property(lambda self: int(self.stats[wk.S_NN_EVALS]))
-    cache_hits = property(lambda self: int(self.stats[wk.S_CACHE_HITS]))
-    collisions = property(lambda self: int(self.stats[wk.S_COLLISIONS]))
-    descents = property(lambda self: int(self.stats[wk.S_DESCENTS]))
-    cum_depth = property(lambda self: int(self.stats[wk.S_CUM_DEPTH]))
-    max_depth = property(lambda self: int(self.stats[wk.S_MAX_DEPTH]))
-    in_flight = property(lambda self: int(self.stats[wk.S_IN_FLIGHT]))
+    playouts = property(lambda self: int(self.stats[bt.S_PLAYOUTS]))
+    batches = property(lambda self: int(self.stats[bt.S_BATCHES]))
+    nn_evals = property(lambda self: int(self.stats[bt.S_NN_EVALS]))
+    cache_hits = property(lambda self: int(self.stats[bt.S_CACHE_HITS]))
+    collisions = property(lambda self: int(self.stats[bt.S_COLLISIONS]))
+    descents = property(lambda self: int(self.stats[bt.S_DESCENTS]))
+    cum_depth = property(lambda self: int(self.stats[bt.S_CUM_DEPTH]))
+    max_depth = property(lambda self: int(self.stats[bt.S_MAX_DEPTH]))
+    in_flight = property(lambda self: int(self.stats[bt.S_IN_FLIGHT]))
 
     @property
     def initial_visits(self) -> int:
         """Visits the root had from earlier searches (tree reuse), less two-fold draws taken back."""
-        return self._initial_visits - int(self.stats[wk.S_REVERTED])
+        return self._initial_visits - int(self.stats[bt.S_REVERTED])
 
     @property
     def tb_hits(self) -> int:
@@ -240,7 +244,7 @@ class Search:
         self._in_flight: deque = deque()
         self._max_ooo = max(1, int(self.params.max_out_of_order_factor * self.minibatch))
         self._work = wk.new_work(max(cap, self._max_ooo), 64)
-        self._apply_work = wk.new_apply_work()
+        self._apply_work = bk.new_apply_work()
         try:
             self._loop(pipeline, async_backend)
         finally:
@@ -349,7 +353,7 @@ class Search:
             return 0
         self.remaining_playouts = self.stopper.remaining_playouts
         allowed, use_allowed = self._root_allowed()
-        best_i = int(wk.best_edge(t, self._packed, root, allowed, use_allowed)) if t.first_edge[root] >= 0 else -1
+        best_i = int(pk.best_edge(t, self._packed, root, allowed, use_allowed)) if t.first_edge[root] >= 0 else -1
         collisions_left = collision_budget(min(int(t.n[root]), self.remaining_playouts), self.params)
         work = self._work
         if len(work.kept_node) < collisions_left + 2:
@@ -375,11 +379,11 @@ class Search:
         leaf a terminal when the batch is applied; a failed probe leaves it to the network."""
         b = slot.arrays
         t = self.tree.arrays
-        for j in np.flatnonzero(b.tb[:slot.count] == wk.TB_PENDING).tolist():
+        for j in np.flatnonzero(b.tb[:slot.count] == bt.TB_PENDING).tolist():
             node = int(b.node[j])
             board = rules.board_from_arrays(t.bbs[node], bool(t.black[node]), int(t.ep[node]), int(t.rule50[node]))
             r = self.tablebases.probe_leaf(board, self.root_in_dtz)
-            b.tb[j] = 0 if r is None else wk.TB_RESULT + r
+            b.tb[j] = 0 if r is None else bt.TB_RESULT + r
 
     def _apply(self, slot: _Slot, out) -> None:
         if self.first_batch_time is None:
@@ -389,7 +393,7 @@ class Search:
         if out is None:
             out = _NO_OUTPUTS
         mlh = out.mlh if out.mlh is not None else out.q
-        wk.apply(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
+        bk.apply(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
                  np.ascontiguousarray(out.policy, dtype=np.float32), np.ascontiguousarray(out.q, dtype=np.float32),
                  np.ascontiguousarray(out.d, dtype=np.float32), np.ascontiguousarray(mlh, dtype=np.float32),
                  out.mlh is not None, self.ev.index_tables, self._apply_work)
@@ -399,7 +403,7 @@ class Search:
     def _revert(self, slot: _Slot) -> None:
         if slot.pending is not None:
             slot.pending.discard()
-        wk.revert_batch(self.tree.arrays, self.stats, slot.arrays, slot.count)
+        bk.revert_batch(self.tree.arrays, self.stats, slot.arrays, slot.count)
         slot.count = 0
         slot.pending = None
 
@@ -483,14 +487,14 @@ class Search:
             return []
         allowed, use_allowed = self._root_allowed() if root_level else (self._allowed, False)
         if count == 1:
-            b = int(wk.best_edge(t, self._packed, row, allowed, use_allowed))
+            b = int(pk.best_edge(t, self._packed, row, allowed, use_allowed))
             return [] if b < 0 else [b]
         fe, ne = int(t.first_edge[row]), int(t.num_edges[row])
-        idxs = [i for i in range(ne) if not use_allowed or wk.is_allowed(t, fe + i, allowed)]
-        ds = float(wk.draw_score_at(t, self._packed, row))
+        idxs = [i for i in range(ne) if not use_allowed or pk.is_allowed(t, fe + i, allowed)]
+        ds = float(bk.draw_score_at(t, self._packed, row))
 
         def cmp(a, b):
-            return int(wk.prefer(t, int(t.e_child[fe + a]), float(t.e_p[fe + a]), int(t.e_child[fe + b]),
+            return int(pk.prefer(t, int(t.e_child[fe + a]), float(t.e_p[fe + a]), int(t.e_child[fe + b]),
                                  float(t.e_p[fe + b]), ds))
         return sorted(idxs, key=functools.cmp_to_key(cmp))[:count]
 
@@ -513,7 +517,7 @@ class Search:
         pv = [rules.code_to_move(int(t.e_code[fe + i]), c960)]
         node = int(t.e_child[fe + i])
         while node >= 0 and t.n[node] > 0 and t.first_edge[node] >= 0:
-            b = int(wk.best_edge(t, self._packed, node, self._allowed, False))
+            b = int(pk.best_edge(t, self._packed, node, self._allowed, False))
             if b < 0:
                 break
             fe = int(t.first_edge[node])
@@ -579,7 +583,7 @@ class Search:
             return []
         params = self.params
         t = self.tree.arrays
-        vp = float(wk.visited_policy(t, root.row))
+        vp = float(pk.visited_policy(t, root.row))
         fpu_value = params.fpu_value if params.fpu_value_at_root is None else params.fpu_value_at_root
         fpu_abs = params.fpu_absolute if params.fpu_absolute_at_root is None else params.fpu_absolute_at_root
         ds = self.display.draw_score
@@ -598,7 +602,7 @@ class Search:
             nif = c.n_in_flight if c is not None else 0
             q = c.wl + ds * c.d if (c is not None and n > 0) else fpu
             u = u_coeff * priors[i] / (1 + n + nif)
-            m = float(wk.m_utility(t, self._packed, root.row, c.row, q)) if (m_on and n > 0) else 0.0
+            m = float(pk.m_utility(t, self._packed, root.row, c.row, q)) if (m_on and n > 0) else 0.0
             rows.append((n, q + u, i, q, u, m, nif))
         rows.sort(key=lambda r: (r[0], r[1]))
         out = []
@@ -662,7 +666,7 @@ def _display(params: SearchParams, root_black: bool) -> sc.Display:
 @functools.lru_cache(maxsize=4)
 def _puct_table(cpuct: float, base: float, factor: float) -> np.ndarray:
     """cpuct(N) * sqrt(N - 1) for N < 65536 (shared by the searches of the same settings)."""
-    table = wk.puct_table(SearchParams(cpuct=cpuct, cpuct_base=base, cpuct_factor=factor).packed(False, 1, "no", 7))
+    table = pk.puct_table(SearchParams(cpuct=cpuct, cpuct_base=base, cpuct_factor=factor).packed(False, 1, "no", 7))
     table.setflags(write=False)
     return table
 
@@ -742,7 +746,7 @@ def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False,
             t = tree.arrays
             root = tree.root_row
             fe = int(t.first_edge[root])
-            wk.m_utility(t, s._packed, root, int(t.e_child[fe]), 0.5)
-            wk.revert_batch(t, s.stats, wk.new_batch(1), 0)
+            pk.m_utility(t, s._packed, root, int(t.e_child[fe]), 0.5)
+            bk.revert_batch(t, s.stats, bt.new_batch(1), 0)
     finally:
         ev.close()

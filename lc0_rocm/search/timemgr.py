@@ -1,7 +1,6 @@
-"""When a search stops: `go` parameters, lc0's four time managers and the chain of stoppers.
+"""lc0's four time managers: the clock budget of each move, and the TimeManager option string.
 
-`GoParams` holds one optional field per UCI `go` keyword (times in milliseconds, as the protocol
-sends them). A time manager turns them into a `SearchLimits` for one search with
+A time manager turns a `GoParams` (search/limits.py) into the `SearchLimits` of one search with
 `limits(go, ply, black_to_move)` and hears how the search went through `search_done(limits,
 elapsed_ms)`. lc0's `TimeManager` option picks one manager and configures it; the string is parsed
 by `make_time_manager(spec, move_overhead_ms)` (lc0: src/search/classic/stoppers/factory.cc,
@@ -28,18 +27,8 @@ The managers (each budget is for the clock of the side to move, less MoveOverhea
 - simple (stoppers/simple.cc): a share of the remaining time that grows with the ply and with the
   increment/time ratio, plus what the previous move left unused.
 
-Beyond the clock: movetime gives a deadline of movetime - MoveOverheadMs. `nodes`: visits in the
-tree (reused ones count). `depth`: average depth of the new playouts. `infinite` / `ponder`: no
-intrinsic stops, only `stop` (or the explicit nodes/depth limits). A node limit below one is one
-(the root is always evaluated, so the move played is one the search looked at). Smart pruning (SmartPruningFactor
-1.33): stop once no other root move can catch the most visited one with the playouts still expected
-in the remaining time or node budget; also stop at once with a single legal move, a proven win, or
-at most one move that does not lose.
-
-`Stopper.check(stats)` is called by the search after every batch; it returns True to stop and keeps
-`remaining_playouts` up to date, which the search uses to skip hopeless root moves. A manager that
-watches the search itself (smooth) hangs a per-search object on `SearchLimits.clock_stopper`, which
-`Stopper.check` consults first, as lc0 puts the time manager's stopper first in its chain.
+The smooth manager also watches each search through a `SmoothStopper` (search/stoppers.py), which
+the search's `Stopper` asks first, as lc0 puts the time manager's stopper first in its chain.
 
 One lc0 quirk matters for the budgets: in lc0 v0.32 the "game ply" a time manager sees is the FEN's
 fullmove number plus the moves played since (src/chess/board.cc: ChessBoard::SetFromFen stores the
@@ -51,8 +40,10 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass, field
 from typing import Optional, Union
+
+from .limits import NODE_LIMIT_MAX, SMART_PRUNING_TOLERANCE_MS, GoParams, SearchLimits, to_int64
+from .stoppers import SmoothStopper
 
 DEFAULT_MOVE_OVERHEAD_MS = 200
 # Our own latency past a deadline (waking up, the GIL, the batch in flight, garbage collection, the
@@ -61,65 +52,9 @@ DEFAULT_MOVE_OVERHEAD_MS = 200
 # 2-core VM, bestmove 75 ms past the deadline at the median, 145 ms at p90, 184 ms at most (lc0: 97,
 # 244, 307 ms); with 200 ms alone lc0-rocm lost 3 of 8 games on time at 1+0, lc0 none.
 ENGINE_LATENCY_MS = 150
-DEFAULT_SMART_PRUNING_FACTOR = 1.33
+ENGINE_LATENCY_MS = 150
 DEFAULT_TIME_MANAGER = "legacy"
-SMART_PRUNING_TOLERANCE_MS = 200
-SMART_PRUNING_TOLERANCE_NODES = 300
-NODE_LIMIT_MAX = 4_000_000_000
 TIME_MANAGER_NAMES = ("legacy", "smooth", "alphazero", "simple")
-
-
-@dataclass
-class GoParams:
-    """One `go` command: every field optional, times in milliseconds (UCI units)."""
-
-    wtime: Optional[int] = None
-    btime: Optional[int] = None
-    winc: Optional[int] = None
-    binc: Optional[int] = None
-    movestogo: Optional[int] = None
-    depth: Optional[int] = None
-    nodes: Optional[int] = None
-    mate: Optional[int] = None
-    movetime: Optional[int] = None
-    infinite: bool = False
-    ponder: bool = False
-    searchmoves: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SearchLimits:
-    """What stops one search; None means "no such limit"."""
-
-    deadline_ms: Optional[float] = None  # since the search started: the earliest hard deadline
-    nodes: int = NODE_LIMIT_MAX  # visits in the tree, reused ones included
-    depth: Optional[int] = None
-    infinite: bool = False  # no intrinsic stops (smart pruning): infinite, ponder, mate
-    hold_bestmove: bool = False  # go infinite / ponder: bestmove only after stop (or ponderhit)
-    mate: Optional[int] = None  # go mate N: stop once a mate in <= N moves is proven
-    from_clock: bool = False  # deadline_ms came from the clock budget (not from movetime)
-    clock_ms: Optional[float] = None  # the time manager's budget for this move (None: no clock)
-    clock_extra_ms: float = 0.0  # smooth: piggy-bank time the move may add to clock_ms
-    clock_stopper: Optional["SmoothStopper"] = None  # smooth: watches every batch (see Stopper)
-
-
-@dataclass
-class IterationStats:
-    """What the search reports to the stoppers after each batch."""
-
-    time_ms: float = 0.0  # since the search started
-    total_nodes: int = 0  # root N: new playouts + reused visits
-    playouts: int = 0  # new playouts of this search
-    batches: int = 0
-    average_depth: float = 0.0
-    edge_n: list[int] = field(default_factory=list)  # visits of each (allowed) root move
-    win_found: bool = False
-    num_losing_edges: int = 0
-    may_resign: bool = True
-    mate_depth: Optional[int] = None  # shortest proven mate (moves) among the root moves
-    # lc0's TimeUsageHint::kNeedMoreTime: the most visited root move is not the one of highest
-    # Q (+M). Only the smooth manager reads it (it then may spend its piggy bank).
-    need_more_time: bool = False
 
 
 def estimated_moves_to_go(ply: int, midpoint: float = 51.5, steepness: float = 7.0) -> float:
@@ -147,11 +82,6 @@ def _cap_by_movestogo(moves: float, go: GoParams) -> float:
     if go.movestogo is not None and 0 < go.movestogo < moves:
         return float(go.movestogo)
     return moves
-
-
-def _trunc(x: float) -> int:
-    """C++'s float to int64 conversion (toward zero)."""
-    return int(x) if math.isfinite(x) else 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -454,7 +384,7 @@ class LegacyTimeManager(TimeManagerBase):
         squander = 0
         if self.time_spared_ms > 0:
             total = max(0.0, total - self.time_spared_ms)
-            squander = _trunc(self.time_spared_ms * self.spend_saved_time)
+            squander = to_int64(self.time_spared_ms * self.spend_saved_time)
             self.time_spared_ms -= squander
         this_move = total / movestogo
         if self.first_move_of_game:
@@ -462,16 +392,16 @@ class LegacyTimeManager(TimeManagerBase):
             self.first_move_of_game = False
         # slowmover only stretches budgets that smart pruning could still shorten
         if self.slowmover < 1.0 or this_move * self.slowmover > SMART_PRUNING_TOLERANCE_MS:
-            self.time_spared_ms = _trunc(self.time_spared_ms - this_move * (self.slowmover - 1))
+            self.time_spared_ms = to_int64(self.time_spared_ms - this_move * (self.slowmover - 1))
             this_move *= self.slowmover
         this_move += squander
-        lim.clock_ms = float(min(_trunc(this_move), time - self.move_overhead_ms))
+        lim.clock_ms = float(min(to_int64(this_move), time - self.move_overhead_ms))
 
     def search_done(self, limits: SearchLimits, elapsed_ms: float, total_nodes: Optional[int] = None) -> None:
         """Bank the unused part of the clock budget for the next move (lc0's LegacyStopper::
         OnSearchDone; negative when the search overran it)."""
         if limits.clock_ms is not None:
-            self.time_spared_ms += _trunc(limits.clock_ms) - _trunc(elapsed_ms)
+            self.time_spared_ms += to_int64(limits.clock_ms) - to_int64(elapsed_ms)
 
 
 TimeManager = LegacyTimeManager  # the name lc0_rocm.uci and older code use
@@ -492,7 +422,7 @@ class AlphazeroTimeManager(TimeManagerBase):
 
     def _clock(self, go: GoParams, ply: int, black: bool, tree_nodes: int, lim: SearchLimits) -> None:
         time, _ = _side_clock(go, black)
-        lim.clock_ms = float(_trunc((time - self.move_overhead_ms) * (self.alphazero_time_pct / 100.0)))
+        lim.clock_ms = float(to_int64((time - self.move_overhead_ms) * (self.alphazero_time_pct / 100.0)))
 
 
 class SimpleTimeManager(TimeManagerBase):
@@ -539,7 +469,7 @@ class SimpleTimeManager(TimeManagerBase):
         budget = min(budget, available)
         self.prev_time_budgeted = budget
         self.prev_time_available = available
-        lim.clock_ms = float(_trunc(budget))
+        lim.clock_ms = float(to_int64(budget))
 
 
 # --------------------------------------------------------------------------------------------
@@ -574,91 +504,6 @@ def _linear_decay(current: float, target: float, since_reliable_ms: float, since
     prev_frac = (since_reliable_ms - since_update_ms) / window_ms
     reliable_value = (prev_frac * target - current) / (prev_frac - 1)
     return _linear_interpolate(reliable_value, target, since_reliable_ms / window_ms)
-
-
-class _VisitsTrend:
-    """Root visit counts at a few moments, to tell whether another move is catching up with the
-    best one fast enough to overtake it before a given time (smooth.cc: VisitsTrendWatcher; its
-    window update is reproduced as lc0 has it)."""
-
-    def __init__(self, period_ms: float, bestmove_optimism: float, overtaker_optimism: float):
-        self.period_ms = period_ms
-        self.bestmove_optimism = bestmove_optimism
-        self.overtaker_optimism = overtaker_optimism
-        self.prev_t = self.cur_t = self.last_t = 0
-        self.prev: list[int] = []
-        self.cur: list[int] = []
-        self.last: list[int] = []
-
-    def update(self, t: int, visits: list[int]) -> None:
-        if t <= self.last_t:
-            return
-        if not self.prev:
-            self.prev, self.cur = list(visits), list(visits)
-            self.prev_t = self.cur_t = t
-        self.last_t = t
-        self.last = list(visits)
-        if self.cur_t + self.period_ms >= t:
-            self.prev_t, self.prev = self.cur_t, self.cur
-            self.cur, self.cur_t = list(self.last), self.last_t
-
-    def best_may_be_overtaken(self, by_t: int) -> bool:
-        if self.prev_t >= self.last_t or by_t <= self.last_t or not self.last:
-            return False
-        span = self.last_t - self.prev_t
-        k = min(len(self.last), len(self.prev))
-        rate = [(self.last[i] - self.prev[i]) / span for i in range(k)] + [0.0] * (len(self.last) - k)
-        best = max(range(len(self.last)), key=lambda i: (self.last[i], -i))
-        ahead = by_t - self.last_t
-        best_then = self.last[best] + self.bestmove_optimism * rate[best] * ahead
-        return any(self.last[i] + self.overtaker_optimism * rate[i] * ahead > best_then
-                   for i in range(len(self.last)) if i != best)
-
-
-class SmoothStopper:
-    """The smooth manager's watcher of one search (smooth.cc: SmoothStopper). `Stopper.check`
-    calls `check(stats)` after every batch; `SmoothTimeManager.search_done` calls `done`."""
-
-    def __init__(self, manager: "SmoothTimeManager", deadline_ms: int, allowed_piggybank_ms: int):
-        self.manager = manager
-        self.game = manager.game
-        self.deadline_ms = deadline_ms
-        self.allowed_piggybank_ms = allowed_piggybank_ms
-        self.forced_piggybank_ms = manager.force_piggybank_ms
-        self.trend = _VisitsTrend(manager.trend_nps_update_period_ms, manager.bestmove_optimism,
-                                  manager.overtaker_optimism)
-        self.used_piggybank = False
-        self.first_batch_ms: Optional[float] = None
-        self.last_total_nodes = 0
-        self.finished = False
-
-    def check(self, s: IterationStats) -> tuple[bool, float, float]:
-        """(stop now, time left in ms, nps estimate for smart pruning)."""
-        elapsed = _trunc(s.time_ms)
-        # lc0 starts its nps clock at the first look that finds new playouts (time 0 then)
-        since_first_batch = 0
-        if self.first_batch_ms is None:
-            if s.playouts > 0:
-                self.first_batch_ms = s.time_ms
-        else:
-            since_first_batch = _trunc(s.time_ms - self.first_batch_ms)
-        self.last_total_nodes = s.total_nodes
-        nps = self.manager.update_nps(since_first_batch, s.playouts)
-        self.trend.update(elapsed, s.edge_n)
-        with_piggybank = self.deadline_ms + self.allowed_piggybank_ms
-        use_piggybank = (s.need_more_time or since_first_batch <= self.forced_piggybank_ms
-                         or self.trend.best_may_be_overtaken(with_piggybank))
-        limit = with_piggybank if use_piggybank else self.deadline_ms
-        if use_piggybank and elapsed >= self.deadline_ms:
-            self.used_piggybank = True
-        return elapsed >= limit, float(limit - elapsed), nps
-
-    def done(self, elapsed_ms: float, total_nodes: Optional[int] = None) -> None:
-        if self.finished:
-            return
-        self.finished = True
-        nodes = self.last_total_nodes if total_nodes is None else int(total_nodes)
-        self.manager.update_end_of_move(_trunc(elapsed_ms), self.used_piggybank, self.deadline_ms, nodes)
 
 
 class SmoothTimeManager(TimeManagerBase):
@@ -753,7 +598,7 @@ class SmoothTimeManager(TimeManagerBase):
         time, increment = _side_clock(go, black)
         overhead = self.move_overhead_ms
         if self.is_first_move:
-            self.piggybank_time = _trunc(time * self.init_piggybank)
+            self.piggybank_time = to_int64(time * self.init_piggybank)
             self.is_first_move = False
         if self.last_move_final_nodes and self.last_time and self.avg_ms_per_move >= 0.0:
             self._update_tree_reuse(tree_nodes)
@@ -761,7 +606,7 @@ class SmoothTimeManager(TimeManagerBase):
         moves = _cap_by_movestogo(estimated_moves_to_go(ply, self.midpoint, self.steepness), go)
         max_piggybank = self.max_piggybank_moves * max(0.0, time + increment * (moves - 1) - overhead) / moves
         if self.piggybank_time > max_piggybank:
-            self.piggybank_time = _trunc(max_piggybank)
+            self.piggybank_time = to_int64(max_piggybank)
         remaining_ms = max(0.0, time - self.piggybank_time + increment * (moves - 1) - overhead)
         nps = self.nps if self.nps > 0 else 1e-9
         game_nodes = remaining_ms * nps / 1000.0
@@ -772,17 +617,17 @@ class SmoothTimeManager(TimeManagerBase):
         brutto_ms = new_nodes / nps * 1000.0
         to_piggybank = min(max_piggybank - self.piggybank_time, brutto_ms * self.per_move_piggybank)
         netto_ms = brutto_ms - to_piggybank
-        allowed_piggybank = _trunc(self.piggybank_time * self.max_piggybank_use)
+        allowed_piggybank = to_int64(self.piggybank_time * self.max_piggybank_use)
         allocated = netto_ms / self.timeuse
         if allocated > time * self.max_move_budget:
             allocated = time * self.max_move_budget
         if allocated > time - overhead:
             allocated = float(max(0, time - overhead))
         if allowed_piggybank > time - overhead - allocated:
-            allowed_piggybank = _trunc(time - overhead - allocated)
+            allowed_piggybank = to_int64(time - overhead - allocated)
         self.move_allocated_time_ms = allocated
-        self.piggybank_time = _trunc(self.piggybank_time + to_piggybank)
-        stopper = SmoothStopper(self, _trunc(allocated), allowed_piggybank)
+        self.piggybank_time = to_int64(self.piggybank_time + to_piggybank)
+        stopper = SmoothStopper(self, to_int64(allocated), allowed_piggybank)
         lim.clock_ms = float(stopper.deadline_ms)
         lim.clock_extra_ms = float(max(0, allowed_piggybank))
         lim.clock_stopper = stopper
@@ -830,92 +675,3 @@ class SmoothTimeManager(TimeManagerBase):
         st = limits.clock_stopper
         if st is not None and st.manager is self and st.game == self.game:
             st.done(elapsed_ms, total_nodes)
-
-
-# --------------------------------------------------------------------------------------------
-# Stopping one search
-
-
-class Stopper:
-    """Decides after each batch whether the search is done (lc0's chained stoppers)."""
-
-    def __init__(self, limits: SearchLimits, smart_pruning_factor: float = DEFAULT_SMART_PRUNING_FACTOR,
-                 minimum_batches: int = 0):
-        self.limits = limits
-        self.smart_pruning_factor = 0.0 if limits.infinite else smart_pruning_factor
-        self.minimum_batches = minimum_batches
-        self.first_eval_time_ms: Optional[float] = None
-        self.remaining_playouts: float = float("inf")  # hint for the search (root move pruning)
-        self.reason = ""
-
-    def check(self, s: IterationStats) -> bool:
-        """True when the search should stop now; `reason` says why."""
-        lim = self.limits
-        self.remaining_playouts = float("inf")
-        if s.total_nodes == 0:
-            return False  # never before the root has been evaluated
-        remaining_time_ms = float("inf")
-        nps_hint: Optional[float] = None
-        if lim.clock_stopper is not None:  # the time manager's own stopper comes first, as in lc0
-            stop, remaining_time_ms, nps_hint = lim.clock_stopper.check(s)
-            if stop:
-                self.reason = "time"
-                return True
-        if lim.deadline_ms is not None:
-            remaining_time_ms = min(remaining_time_ms, lim.deadline_ms - s.time_ms)
-            if lim.deadline_ms - s.time_ms <= 0:
-                self.reason = "time"
-                return True
-        if s.total_nodes >= lim.nodes:
-            self.reason = "nodes"
-            return True
-        if self.smart_pruning_factor > 0:
-            self.remaining_playouts = float(lim.nodes - s.total_nodes)
-        if lim.depth is not None and s.average_depth >= lim.depth:
-            self.reason = "depth"
-            return True
-        if lim.mate is not None and s.mate_depth is not None and s.mate_depth <= lim.mate:
-            self.reason = "mate"
-            return True
-        return self._smart_pruning(s, remaining_time_ms, nps_hint)
-
-    def _smart_pruning(self, s: IterationStats, remaining_time_ms: float, nps_hint: Optional[float] = None) -> bool:
-        factor = self.smart_pruning_factor
-        if factor <= 0:
-            return False
-        if len(s.edge_n) == 1:
-            self.reason = "only move"
-            return True
-        if len(s.edge_n) <= s.num_losing_edges + (0 if s.may_resign else 1):
-            self.reason = "at most one move does not lose"
-            return True
-        if s.win_found:
-            self.reason = "proven win"
-            return True
-        if s.playouts > 0 and self.first_eval_time_ms is None:
-            self.first_eval_time_ms = s.time_ms
-            return False
-        if self.first_eval_time_ms is None or not s.edge_n:
-            return False
-        if s.time_ms < self.first_eval_time_ms + SMART_PRUNING_TOLERANCE_MS:
-            return False
-        if nps_hint is not None:
-            nps = nps_hint
-        else:
-            nodes = s.playouts + SMART_PRUNING_TOLERANCE_NODES
-            elapsed = s.time_ms - self.first_eval_time_ms
-            nps = 1000.0 * nodes / elapsed + 1
-        remaining = min(remaining_time_ms / 1000.0 * nps / factor, self.remaining_playouts / factor)
-        self.remaining_playouts = remaining
-        if s.batches < self.minimum_batches:
-            return False
-        largest = second = 0
-        for n in s.edge_n:
-            if n > largest:
-                largest, second = n, largest
-            elif n > second:
-                second = n
-        if remaining < largest - second:
-            self.reason = "smart pruning"
-            return True
-        return False

@@ -428,6 +428,3 @@ class NodeView:
     def move(self) -> Optional[chess.Move]:
         p = self.parent
         return None if p is None else p.moves[int(self._t.edge[self.row])]
-
-    def count_nodes(self) -> int:
-        return self.tree._subtree_size(self.row)[0]
