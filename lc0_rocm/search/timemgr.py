@@ -42,6 +42,7 @@ import math
 import threading
 from typing import Optional, Union
 
+from ..values import FALSE, TRUE, parse_bool
 from .limits import NODE_LIMIT_MAX, SMART_PRUNING_TOLERANCE_MS, GoParams, SearchLimits, to_int64
 from .stoppers import SmoothStopper
 
@@ -163,7 +164,8 @@ def _check_range(name: str, v: float, lo, hi, lo_open: bool) -> None:
 class _SpecParser:
     """Tokenizer and recursive-descent parser of lc0's config strings (src/utils/optionsdict.cc:
     Lexer and Parser): a comma-separated list of `key=value` or `name` / `name(list)` entries;
-    values are numbers (a '.', 'e' or 'E' makes a float), quoted strings, true/false or bare words."""
+    values are numbers (a '.', 'e' or 'E' makes a float), quoted strings, booleans (the words
+    `lc0_rocm/values.py` reads as booleans, by its rules) or bare words."""
 
     _PUNCT = {",": "comma", "(": "lparen", ")": "rparen", "=": "equal"}
 
@@ -239,7 +241,8 @@ class _SpecParser:
                 if self.kind in ("int", "float", "string"):
                     cfg.values[name] = self.val
                 elif self.kind == "ident":
-                    cfg.values[name] = {"true": True, "false": False}.get(self.val, self.val)
+                    word = str(self.val)  # a boolean by the one value parser's rules, else the word
+                    cfg.values[name] = parse_bool(word) if word.lower() in TRUE + FALSE else word
                 else:
                     raise self._error(f"{name}= needs a value")
                 self._next()
