@@ -9,6 +9,7 @@ next batch. `Pending` is one batch on its way through the network.
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Optional
 
@@ -54,22 +55,30 @@ class NNEvaluator:
         backend = self.backend
         if backend.is_async:
             return Pending(backend, backend.submit(planes), None)
-        return Pending(backend, None, self._pool.submit(backend.evaluate, planes))
+        return Pending(backend, None, self._pool.submit(_timed, backend.evaluate, planes))
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-class Pending:
-    """A batch on its way through the network: an asynchronous backend's handle or a worker future."""
+def _timed(evaluate, planes: PackedPlanes) -> tuple[NetOutputs, float]:
+    t0 = time.perf_counter()
+    out = evaluate(planes)
+    return out, time.perf_counter() - t0
 
-    __slots__ = ("backend", "handle", "future", "collected")
+
+class Pending:
+    """A batch on its way through the network: an asynchronous backend's handle or a worker future.
+    `eval_s`: how long the worker thread's `evaluate` took (0 for an asynchronous backend)."""
+
+    __slots__ = ("backend", "handle", "future", "collected", "eval_s")
 
     def __init__(self, backend: Backend, handle, future: Optional[Future]):
         self.backend = backend
         self.handle = handle
         self.future = future
         self.collected = False
+        self.eval_s = 0.0
 
     def result(self, stop: Optional[threading.Event] = None) -> Optional[NetOutputs]:
         """The outputs; None if `stop` is set while a worker thread still computes them."""
@@ -78,7 +87,8 @@ class Pending:
             return self.backend.collect(self.handle)  # a device batch takes milliseconds: just wait
         while True:
             try:
-                return self.future.result(timeout=0.005)
+                out, self.eval_s = self.future.result(timeout=0.005)
+                return out
             except TimeoutError:
                 if stop is not None and stop.is_set():
                     return None

@@ -545,3 +545,47 @@ def best_edge(t, p, node, allowed, use_allowed):
         if best < 0 or prefer(t, t.e_child[fe + i], t.e_p[fe + i], t.e_child[fe + best], t.e_p[fe + best], ds) < 0:
             best = i
     return best
+
+
+# what `root_report` writes into its float64 array `rep`
+R_BEST, R_EDGES, R_WIN, R_WIN_M, R_LOSING, R_MAY_RESIGN = range(6)
+REPORT_SIZE = 8
+
+
+@jit
+def root_report(t, p, allowed, use_allowed, edge_n, rep):
+    """What the stoppers and the info lines read of the root after a batch, in one pass: the best
+    edge (`best_edge`, -1 if none), the number of root edges (-1: not expanded or not visited),
+    each child's visits into edge_n (all root moves, searchmoves or not, as lc0), whether a child is
+    a proven win and the least plies-left of those, the proven losses, and whether every visited
+    child is below lc0's resign value (-0.98)."""
+    root = t.meta[M_ROOT]
+    fe = t.first_edge[root]
+    rep[R_BEST] = -1.0
+    rep[R_EDGES] = -1.0
+    rep[R_WIN] = 0.0
+    rep[R_WIN_M] = 0.0
+    rep[R_LOSING] = 0.0
+    rep[R_MAY_RESIGN] = 1.0
+    if t.n[root] == 0 or fe < 0:
+        return
+    ne = t.num_edges[root]
+    rep[R_BEST] = best_edge(t, p, root, allowed, use_allowed)
+    rep[R_EDGES] = ne
+    for i in range(ne):
+        c = t.e_child[fe + i]
+        n = t.n[c] if c >= 0 else 0
+        edge_n[i] = n
+        if n == 0:
+            continue
+        term = t.term[c] != NON_TERMINAL
+        wl = t.wl[c]
+        if term and wl > 0:
+            if rep[R_WIN] == 0.0 or t.m[c] < rep[R_WIN_M]:
+                rep[R_WIN_M] = t.m[c]
+            rep[R_WIN] = 1.0
+        if term and wl < 0:
+            rep[R_LOSING] += 1.0
+        if wl > -0.98:
+            rep[R_MAY_RESIGN] = 0.0
+

@@ -47,6 +47,8 @@ from .tree import DRAW, LOSS, TABLEBASE, WIN, NodeTree, NodeView
 
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _INT_MAX = 2**31 - 1
+AUTO_WATCH_BATCHES = 8  # Threads 0, synchronous backend: batches timed each way (see Search._loop)
+AUTO_TRIAL_SHARE = 0.5
 _NO_STOP = np.zeros(1, dtype=np.int32)
 _NO_OUTPUTS = NetOutputs(policy=np.zeros((0, POLICY_SIZE), np.float32), q=np.zeros(0, np.float32),
                          d=np.zeros(0, np.float32), wdl=None, mlh=None)
@@ -99,6 +101,42 @@ class _Slot:
         return PackedPlanes(a.masks[:k], a.values[:k], a.transform[:k])
 
 
+class AutoInline:
+    """Threads 0 on a synchronous backend: batches on the evaluator's thread, or inline, whichever
+    gives more playouts a second (see `Search._loop`). `batch_done` after every batch applied; when it
+    returns a choice, `inline` says which way to go on."""
+
+    def __init__(self, watching: bool):
+        self.watching = watching
+        self.inline = False
+        self.batches = -1  # the root's batch is not typical: the first window starts after it
+        self.start = (0.0, 0)
+        self.eval_s = 0.0
+        self.pooled_rate = 0.0
+
+    def batch_done(self, playouts: int, eval_s: float) -> Optional[bool]:
+        now = time.perf_counter()
+        self.batches += 1
+        self.eval_s += eval_s
+        if self.batches == 0:
+            self.start, self.eval_s = (now, playouts), 0.0
+            return None
+        if self.batches < AUTO_WATCH_BATCHES:
+            return None
+        t0, p0 = self.start
+        rate = (playouts - p0) / max(now - t0, 1e-9)
+        if not self.inline:  # the pooled window is over: try inline if the evaluations were cheap
+            if self.eval_s >= AUTO_TRIAL_SHARE * (now - t0):
+                self.watching = False
+                return False
+            self.pooled_rate, self.inline = rate, True
+            self.batches, self.start = 0, (now, playouts)
+            return True
+        self.watching = False
+        self.inline = rate > self.pooled_rate
+        return self.inline
+
+
 class Search:
     """One search from the root of `tree`; `run()` blocks, `start()` runs it in a thread."""
 
@@ -138,6 +176,8 @@ class Search:
         mb = params.minibatch_size or suggested_minibatch(evaluator.backend)
         self.minibatch = max(1, min(mb, evaluator.backend.max_batch))
         self.stats = np.zeros(bt.STATS_SIZE, dtype=np.int64)
+        self._edge_n = np.zeros(bt.MAX_MOVES, dtype=np.int64)  # root children's visits (root_report)
+        self._report = np.zeros(pk.REPORT_SIZE)  # the rest of root_report (pick.R_*)
         self._stop_flag = np.zeros(1, dtype=np.int32)  # read by the compiled gatherer
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
@@ -245,6 +285,8 @@ class Search:
         self._max_ooo = max(1, int(self.params.max_out_of_order_factor * self.minibatch))
         self._work = wk.new_work(max(cap, self._max_ooo), 64)
         self._apply_work = bk.new_apply_work()
+        allowed, use_allowed = self._root_allowed()
+        pk.root_report(self.tree.arrays, self._packed, allowed, use_allowed, self._edge_n, self._report)
         try:
             self._loop(pipeline, async_backend)
         finally:
@@ -254,6 +296,16 @@ class Search:
 
     def _loop(self, pipeline: bool, async_backend: bool) -> None:
         stalled = False  # the last round gathered nothing and nothing is in flight
+        # one batch at a time on a synchronous backend: nothing to overlap, so the search thread
+        # evaluates it itself (handing it to the evaluator's thread and back cost more than the
+        # random backend's whole evaluation on a loaded 2-core VM: docs/perf.md)
+        inline = self._max_in_flight == 1 and not async_backend
+        # Threads 0 (automatic) on a synchronous backend: the first AUTO_WATCH_BATCHES batches after
+        # the root's go through the evaluator's thread and are timed; if the evaluations took under
+        # AUTO_TRIAL_SHARE of that time (a cheap backend), as many batches are then evaluated inline,
+        # one at a time, and the faster way (playouts per second) is kept for the rest of the search:
+        # handing batches over costs more than the overlap gains on a busy host (docs/perf.md)
+        auto = AutoInline(self.params.threads == 0 and not inline and not async_backend)
         # a root with visits from an earlier search: the stoppers are asked before the first gathering
         # (lc0's watchdog asks them as the search starts), so a deadline already past or a node limit
         # already reached answers without a batch
@@ -274,7 +326,14 @@ class Search:
                     self.gathers_while_evaluating += 1
                 slot = self._free_slot()
                 gathered = self._gather(slot)
-                if gathered:
+                if gathered and inline:
+                    self._apply(slot, self.ev.backend.evaluate(slot.planes()))
+                    if auto.watching and auto.batch_done(self.playouts, 0.0) is not None:
+                        inline = auto.inline
+                        self._max_in_flight = 1 if inline else batches_in_flight(self.params)
+                    if self.params.nps_limit > 0:
+                        self._throttle()
+                elif gathered:
                     slot.pending = self.ev.submit(slot.planes())
                     self._in_flight.append(slot)
             if self._in_flight and (len(self._in_flight) >= self._max_in_flight or gathered == 0
@@ -284,7 +343,11 @@ class Search:
                 if out is None:  # stopped while the network was busy: drop the batches
                     return
                 self._in_flight.popleft()
+                eval_s = slot.pending.eval_s
                 self._apply(slot, out)
+                if auto.watching and auto.batch_done(self.playouts, eval_s) is not None:
+                    inline = auto.inline
+                    self._max_in_flight = 1 if inline else batches_in_flight(self.params)
                 if self.params.nps_limit > 0:
                     self._throttle()
             elif not self._in_flight and gathered == 0 and self.in_flight == 0 and self.root.n == 0:
@@ -353,7 +416,6 @@ class Search:
             return 0
         self.remaining_playouts = self.stopper.remaining_playouts
         allowed, use_allowed = self._root_allowed()
-        best_i = int(pk.best_edge(t, self._packed, root, allowed, use_allowed)) if t.first_edge[root] >= 0 else -1
         collisions_left = collision_budget(min(int(t.n[root]), self.remaining_playouts), self.params)
         work = self._work
         if len(work.kept_node) < collisions_left + 2:
@@ -365,8 +427,8 @@ class Search:
         # before the root has its evaluation a `stop` does not cut the gathering (the root is in it)
         stop_flag = self._stop_flag if t.n[root] > 0 else _NO_STOP
         count = wk.gather(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, self._puct,
-                          allowed, use_allowed, float(remaining), best_i, cap, self._max_ooo, collisions_left,
-                          int(min(self.limits.nodes, 2**62)), stop_flag, work)
+                          allowed, use_allowed, float(remaining), cap, self._max_ooo, collisions_left,
+                          int(min(self.limits.nodes, 2**62)), stop_flag, work, self._edge_n, self._report)
         slot.count = int(count)
         if self._packed[P_TB_PIECES] > 0:
             self._probe_tablebases(slot)
@@ -393,10 +455,12 @@ class Search:
         if out is None:
             out = _NO_OUTPUTS
         mlh = out.mlh if out.mlh is not None else out.q
-        bk.apply(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
-                 np.ascontiguousarray(out.policy, dtype=np.float32), np.ascontiguousarray(out.q, dtype=np.float32),
-                 np.ascontiguousarray(out.d, dtype=np.float32), np.ascontiguousarray(mlh, dtype=np.float32),
-                 out.mlh is not None, self.ev.index_tables, self._apply_work)
+        allowed, use_allowed = self._root_allowed()
+        wk.apply_batch(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
+                       np.ascontiguousarray(out.policy, dtype=np.float32),
+                       np.ascontiguousarray(out.q, dtype=np.float32), np.ascontiguousarray(out.d, dtype=np.float32),
+                       np.ascontiguousarray(mlh, dtype=np.float32), out.mlh is not None, self.ev.index_tables,
+                       self._apply_work, allowed, use_allowed, self._edge_n, self._report)
         slot.count = 0
         slot.pending = None
 
@@ -419,36 +483,27 @@ class Search:
         return t.e_child[fe:fe + ne], t.e_code[fe:fe + ne], t.e_p[fe:fe + ne]
 
     def _stats(self) -> IterationStats:
+        """The stoppers' view of the search; the root's part comes from the compiled `root_report`
+        that ended the last gathering or batch."""
         t = self.tree.arrays
         row = self._root_row()
-        now = time.monotonic()
         playouts = self.playouts
         s = IterationStats(
-            time_ms=(now - self.limits_origin) * 1000.0,
+            time_ms=(time.monotonic() - self.limits_origin) * 1000.0,
             total_nodes=int(t.n[row]),
             playouts=playouts,
             batches=self.batches,
             average_depth=self.cum_depth / playouts if playouts else 0.0,
         )
-        edges = self._root_edges()
-        if t.n[row] > 0 and edges is not None:
-            children = edges[0]
-            for c in children.tolist():  # all root moves, searchmoves or not (as lc0)
-                n = int(t.n[c]) if c >= 0 else 0
-                s.edge_n.append(n)
-                if n == 0:
-                    continue
-                term = t.term[c] != 0
-                wl = float(t.wl[c])
-                if term and wl > 0:
-                    s.win_found = True
-                    depth = sc.mate_score(float(t.m[c]), 1.0)
-                    if s.mate_depth is None or depth < s.mate_depth:
-                        s.mate_depth = depth
-                if term and wl < 0:
-                    s.num_losing_edges += 1
-                if wl > -0.98:
-                    s.may_resign = False
+        r = self._report
+        ne = int(r[pk.R_EDGES])
+        if ne >= 0:
+            s.edge_n = self._edge_n[:ne].tolist()
+            s.num_losing_edges = int(r[pk.R_LOSING])
+            s.may_resign = r[pk.R_MAY_RESIGN] != 0.0
+            if r[pk.R_WIN] != 0.0:
+                s.win_found = True
+                s.mate_depth = sc.mate_score(float(r[pk.R_WIN_M]), 1.0)
         return s
 
     def _throttle(self) -> None:
@@ -567,10 +622,10 @@ class Search:
         row = self._root_row()
         if self.on_info is None or t.n[row] == 0 or t.first_edge[row] < 0:
             return
-        best = self._best_edges(self.root, 1, root_level=True)
+        best = int(self._report[pk.R_BEST])  # the root's best edge after the last batch (root_report)
         playouts = self.playouts
         depth = self.cum_depth // playouts if playouts else 0
-        key = (best[0] if best else None, depth, self.max_depth)
+        key = (best if best >= 0 else None, depth, self.max_depth)
         now = time.monotonic()
         if key != self._last_info_key or now - self._last_info_time >= INFO_MIN_INTERVAL_S:
             self._last_info_key = key
