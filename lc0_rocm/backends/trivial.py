@@ -15,6 +15,7 @@ import math
 import numba
 import numpy as np
 
+from ..encoding.bits import popcount
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from ..encoding.packed import PackedPlanes
 from ..net.description import NetDescription
@@ -51,18 +52,9 @@ def _flip(mask):
 
 
 @numba.njit(cache=True, nogil=True)
-def _popcount(x):
-    n = 0
-    while x:
-        x &= x - np.uint64(1)
-        n += 1
-    return n
-
-
-@numba.njit(cache=True, nogil=True)
 def _bare(queen, rook, knight, bishop):
     """No queen, or a queen without rooks and at most one minor piece (lc0's endgame test)."""
-    return queen == 0 or (rook == 0 and _popcount(knight | bishop) <= 1)
+    return queen == 0 or (rook == 0 and popcount(knight | bishop) <= 1)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ..encoding.bits import popcount
 from ..encoding.packed import NUM_PLANES
 from . import encode as enc
 from . import nncache
@@ -122,15 +123,6 @@ def mix64(x):
     x *= np.uint64(0x94D049BB133111EB)
     x ^= x >> np.uint64(31)
     return x
-
-
-@jit
-def popcount(x):
-    n = 0
-    while x:
-        x &= x - np.uint64(1)
-        n += 1
-    return n
 
 
 # --------------------------------------------------------------------------------------------
