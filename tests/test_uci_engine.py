@@ -56,6 +56,32 @@ class Raw(UciPipe):
     def __init__(self, *args: str, cmd: list[str] | None = None):
         super().__init__(cmd or engine_cmd(*args))
 
+    def ready(self) -> Raw:
+        """Wait until the net is loaded (the first `isready` loads it)."""
+        self.send("isready")
+        self.until("readyok", timeout=300)
+        return self
+
+
+@pytest.fixture(scope="module")
+def _small_engine():
+    raw = Raw("-w", str(SMALL)).ready()
+    yield raw
+    raw.close()
+    assert "Traceback" not in raw.p.stderr.read()
+
+
+@pytest.fixture
+def small(_small_engine):
+    """One engine on the small net for the tests below that leave its options as they found them:
+    one start for them all. Each gets it with no search running, a new game and nothing unread."""
+    raw = _small_engine
+    assert raw.p.poll() is None, "the shared engine exited in an earlier test"
+    raw.send("stop")
+    raw.send("ucinewgame")
+    raw.ready()
+    return raw
+
 
 # --------------------------------------------------------------------------------------------
 
@@ -248,13 +274,10 @@ def _check_go_during_a_search(bestmoves: list[str]) -> None:
     assert chess.Move.from_uci(bestmoves[1].split()[1]) in chess.Board().legal_moves
 
 
-def test_go_during_a_search_aborts_it_as_lc0_does():
-    raw = Raw("-w", str(SMALL))
-    try:
-        _check_go_during_a_search(_go_during_a_search(raw))
-        assert raw.p.poll() is None
-    finally:
-        raw.close()
+def test_go_during_a_search_aborts_it_as_lc0_does(small):
+    raw = small
+    _check_go_during_a_search(_go_during_a_search(raw))
+    assert raw.p.poll() is None
 
 
 @pytest.mark.oracle
@@ -346,41 +369,35 @@ def test_bad_input_is_answered_and_the_engine_keeps_running():
     assert "Traceback" not in raw.p.stderr.read()
 
 
-def test_go_after_a_failed_position_reports_instead_of_guessing():
-    raw = Raw("-w", str(SMALL))
-    try:
-        raw.send("position startpos moves e2e4 e2e4")
-        raw.send("go nodes 5")
-        _, line, before = raw.until("bestmove")
-        assert line == "bestmove (none)"
-        assert any("illegal move" in x for x in before)
-        assert any("no position to search" in x for x in before)
-    finally:
-        raw.close()
+def test_go_after_a_failed_position_reports_instead_of_guessing(small):
+    raw = small
+    raw.send("position startpos moves e2e4 e2e4")
+    raw.send("go nodes 5")
+    _, line, before = raw.until("bestmove")
+    assert line == "bestmove (none)"
+    assert any("illegal move" in x for x in before)
+    assert any("no position to search" in x for x in before)
 
 
-def test_a_net_that_cannot_load_is_reported(tmp_path):
+def test_a_net_that_cannot_load_is_reported(tmp_path, small):
     junk = tmp_path / "junk.pb.gz"
     junk.write_bytes(b"this is not a network")
-    raw = Raw("-w", str(SMALL))
-    try:
-        for bad in (tmp_path / "missing.pb.gz", junk):
-            raw.send(f"setoption name WeightsFile value {bad}")
-            raw.send("isready")
-            _, _, before = raw.until("readyok", timeout=30)
-            assert any(x.startswith("info string error: cannot load network") for x in before), before
-            raw.send("go nodes 1")
-            _, line, _ = raw.until("bestmove")
-            # no net, no search: still a legal answer, the first legal move (python-chess's order)
-            assert line == f"bestmove {next(iter(chess.Board().legal_moves)).uci()}"
-        raw.send(f"setoption name WeightsFile value {SMALL}")
+    raw = small
+    for bad in (tmp_path / "missing.pb.gz", junk):
+        raw.send(f"setoption name WeightsFile value {bad}")
         raw.send("isready")
-        raw.until("readyok", timeout=30)
-        raw.send("go nodes 3")
+        _, _, before = raw.until("readyok", timeout=30)
+        assert any(x.startswith("info string error: cannot load network") for x in before), before
+        raw.send("go nodes 1")
         _, line, _ = raw.until("bestmove")
-        assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
-    finally:
-        raw.close()
+        # no net, no search: still a legal answer, the first legal move (python-chess's order)
+        assert line == f"bestmove {next(iter(chess.Board().legal_moves)).uci()}"
+    raw.send(f"setoption name WeightsFile value {SMALL}")
+    raw.send("isready")
+    raw.until("readyok", timeout=30)
+    raw.send("go nodes 3")
+    _, line, _ = raw.until("bestmove")
+    assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
 
 
 def test_end_of_input_exits_even_while_searching():
@@ -504,36 +521,29 @@ def _legal_after(moves: list[str]) -> set[str]:
     return {m.uci() for m in b.legal_moves}
 
 
-def test_every_stopped_search_answers_even_with_go_right_behind_the_stop():
+def test_every_stopped_search_answers_even_with_go_right_behind_the_stop(small):
     """UCI owes a bestmove for every stopped search: `go infinite`, `stop` back to back 30 times
     gives 30 bestmoves (a `go` aborts only a search that no `stop` ended), each legal."""
-    raw = Raw("-w", str(SMALL))
-    try:
-        raw.send("isready")
-        raw.until("readyok", timeout=300)
-        raw.send("position startpos")
-        for _ in range(30):
-            raw.send("go infinite")
-            raw.send("stop")
-        legal = _legal_after([])
-        for k in range(30):
-            _, line, _ = raw.until("bestmove", timeout=30)
-            assert line.split()[1] in legal, (k, line)
-        raw.send("isready")
-        _, _, between = raw.until("readyok", timeout=30)
-        assert not [x for x in between if x.startswith("bestmove")]
-    finally:
-        raw.close()
+    raw = small
+    raw.send("position startpos")
+    for _ in range(30):
+        raw.send("go infinite")
+        raw.send("stop")
+    legal = _legal_after([])
+    for k in range(30):
+        _, line, _ = raw.until("bestmove", timeout=30)
+        assert line.split()[1] in legal, (k, line)
+    raw.send("isready")
+    _, _, between = raw.until("readyok", timeout=30)
+    assert not [x for x in between if x.startswith("bestmove")]
 
 
 def test_degenerate_go_limits_answer_with_a_legal_move():
     """`go nodes 0` and `go nodes -5` evaluate the root and answer (lc0 answers both); `go
     searchmoves 0000` ignores the null move with an error line and searches every move (it answered
     `bestmove (none)`)."""
-    raw = Raw("-w", str(SMALL))
+    raw = Raw("-w", str(SMALL)).ready()
     try:
-        raw.send("isready")
-        raw.until("readyok", timeout=300)
         raw.send("position startpos moves e2e4")
         legal = _legal_after(["e2e4"])
         for go in ("go nodes 0", "go nodes -5", "go nodes 5 searchmoves 0000", "go nodes 5 searchmoves 0000 g8f6"):
@@ -555,10 +565,8 @@ def test_degenerate_go_limits_answer_with_a_legal_move():
 def test_a_node_limit_a_reused_tree_already_reached_answers_at_once():
     """Without pipelining (Threads 1) a `go nodes 50` on a tree that already has 50 visits at its
     root gathers nothing; the stoppers must still be asked, and it answers without a `stop`."""
-    raw = Raw("-w", str(SMALL), "--threads=1")
+    raw = Raw("-w", str(SMALL), "--threads=1").ready()
     try:
-        raw.send("isready")
-        raw.until("readyok", timeout=300)
         raw.send("position startpos moves d2d4")
         for _ in range(3):
             raw.send("go nodes 50")
