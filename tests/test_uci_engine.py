@@ -41,9 +41,20 @@ def maia_args() -> list[str]:
     return ["-w", str(require_shared(MAIA))]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def maia_engine():
+    """One engine on maia-1900 for the python-chess tests (each starts its own game)."""
     eng = chess.engine.SimpleEngine.popen_uci(engine_cmd(*maia_args()), timeout=60)
+    try:
+        yield eng
+    finally:
+        eng.quit()
+
+
+@pytest.fixture(scope="module")
+def default_engine():
+    """One engine on the default net (the bundled random-weight one) for the tests that only ask it."""
+    eng = chess.engine.SimpleEngine.popen_uci(engine_cmd(), timeout=60)
     try:
         yield eng
     finally:
@@ -86,25 +97,22 @@ def small(_small_engine):
 # --------------------------------------------------------------------------------------------
 
 
-def test_handshake_declares_lc0s_options():
-    eng = chess.engine.SimpleEngine.popen_uci(engine_cmd(), timeout=60)
-    try:
-        assert eng.id["name"].startswith("lc0-rocm")
-        for name in OPTION_NAMES:
-            assert name in eng.options, name
-        o = eng.options
-        assert o["Backend"].type == "combo" and set(o["Backend"].var) == {"auto", "rocm-auto", "rocm", "rocm-fp16",
-                                                                          "cpu", "random", "trivial"}
-        assert o["Backend"].default == "cpu"  # what -b gave (lc0 shows a flag's value as the default)
-        assert o["WeightsFile"].default.endswith("bt-small-smolgen-pedense.pb.gz")
-        assert o["ScoreType"].default == "WDL_mu" and "centipawn" in o["ScoreType"].var
-        assert (o["MultiPV"].type, o["MultiPV"].min, o["MultiPV"].max) == ("spin", 1, 500)
-        assert float(o["CPuct"].default) == 1.745 and float(o["CPuctBase"].default) == 38739
-        assert float(o["CPuctFactor"].default) == 3.894 and float(o["FpuValue"].default) == 0.33
-        assert float(o["PolicyTemperature"].default) == 1.359 and float(o["SmartPruningFactor"].default) == 1.33
-        assert o["UCI_ShowWDL"].type == "check" and o["MoveOverheadMs"].default == 200
-    finally:
-        eng.quit()
+def test_handshake_declares_lc0s_options(default_engine):
+    eng = default_engine
+    assert eng.id["name"].startswith("lc0-rocm")
+    for name in OPTION_NAMES:
+        assert name in eng.options, name
+    o = eng.options
+    assert o["Backend"].type == "combo" and set(o["Backend"].var) == {"auto", "rocm-auto", "rocm", "rocm-fp16",
+                                                                      "cpu", "random", "trivial"}
+    assert o["Backend"].default == "cpu"  # what -b gave (lc0 shows a flag's value as the default)
+    assert o["WeightsFile"].default.endswith("bt-small-smolgen-pedense.pb.gz")
+    assert o["ScoreType"].default == "WDL_mu" and "centipawn" in o["ScoreType"].var
+    assert (o["MultiPV"].type, o["MultiPV"].min, o["MultiPV"].max) == ("spin", 1, 500)
+    assert float(o["CPuct"].default) == 1.745 and float(o["CPuctBase"].default) == 38739
+    assert float(o["CPuctFactor"].default) == 3.894 and float(o["FpuValue"].default) == 0.33
+    assert float(o["PolicyTemperature"].default) == 1.359 and float(o["SmartPruningFactor"].default) == 1.33
+    assert o["UCI_ShowWDL"].type == "check" and o["MoveOverheadMs"].default == 200
 
 
 def test_full_game_against_itself_under_a_short_clock(maia_engine):
@@ -317,17 +325,14 @@ def test_option_changes_between_games():
     ("6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1", "d1d8", 1, 1000),
     ("7k/8/5K2/8/8/8/8/6R1 w - - 0 1", "f6f7", 2, 4000),
 ])
-def test_mates_are_found_with_the_random_default_net(fen, best, mate, nodes):
-    eng = chess.engine.SimpleEngine.popen_uci(engine_cmd(), timeout=60)
-    try:
-        board = chess.Board(fen)
-        info = eng.analyse(board, chess.engine.Limit(nodes=nodes))
-        assert info["score"].relative == chess.engine.Mate(mate)
-        assert info["pv"][0].uci() == best
-        assert info["nodes"] < nodes  # a proven win stops the search early
-        assert eng.play(board, chess.engine.Limit(nodes=nodes), game=object()).move.uci() == best
-    finally:
-        eng.quit()
+def test_mates_are_found_with_the_random_default_net(default_engine, fen, best, mate, nodes):
+    eng = default_engine
+    board = chess.Board(fen)
+    info = eng.analyse(board, chess.engine.Limit(nodes=nodes))
+    assert info["score"].relative == chess.engine.Mate(mate)
+    assert info["pv"][0].uci() == best
+    assert info["nodes"] < nodes  # a proven win stops the search early
+    assert eng.play(board, chess.engine.Limit(nodes=nodes), game=object()).move.uci() == best
 
 
 BAD_LINES = [
