@@ -23,6 +23,7 @@ from lc0_rocm.search.tree import NodeTree
 
 from lc0_oracle import require_lc0
 from netpaths import WEIGHTS_DIR
+from uci_pipe import UciPipe
 
 NET = WEIGHTS_DIR / "bt-small-smolgen-pedense.pb.gz"  # any net: these backends ignore its weights
 CASES = [
@@ -37,32 +38,19 @@ OPTIONS = ("VerboseMoveStats value true", "Threads value 1", "MinibatchSize valu
 
 
 def _lc0(backend: str) -> list[list[str]]:
-    p = subprocess.Popen([require_lc0(), f"--backend={backend}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
-    send = lambda s: (p.stdin.write(s + "\n"), p.stdin.flush())  # noqa: E731
-    for opt in OPTIONS:
-        send("setoption name " + opt)
-    out = []
+    lc0 = UciPipe([require_lc0(), f"--backend={backend}"], stderr=subprocess.DEVNULL)
     try:
+        for opt in OPTIONS:
+            lc0.send("setoption name " + opt)
+        out = []
         for fen, moves, nodes in CASES:
             pos = ("startpos" if fen is None else f"fen {fen}") + (" moves " + " ".join(moves) if moves else "")
-            send("ucinewgame")
-            send(f"position {pos}")
-            send(f"go nodes {nodes}")
-            lines = []
-            while True:
-                line = p.stdout.readline()
-                assert line, "lc0 exited"
-                if line.startswith("bestmove"):
-                    break
-                if line.startswith("info string"):
-                    lines.append(line.rstrip("\n")[len("info string "):])
-            out.append(lines)
-        send("quit")
-        p.wait(timeout=30)
+            lc0.send("ucinewgame")
+            lc0.send(f"position {pos}")
+            lines = lc0.answer(f"go nodes {nodes}")
+            out.append([line[len("info string "):] for line in lines if line.startswith("info string")])
     finally:
-        if p.poll() is None:
-            p.kill()
+        lc0.close()
     return out
 
 

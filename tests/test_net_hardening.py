@@ -15,7 +15,6 @@ import re
 import struct
 import subprocess
 import sys
-import time
 import tracemalloc
 import warnings
 import zlib
@@ -210,19 +209,18 @@ def _bomb(tmp_path, zeros: int):
     return p
 
 
-def test_gzip_bomb_rejected_fast_and_small(tmp_path):
+def test_gzip_bomb_rejected_early_and_small(tmp_path):
+    """Rejected after a bounded amount of output (the memory peak), not after the whole GiB: no clock
+    (a timed bound failed on a loaded 2-core machine; the peak is what proves it stops early)."""
     p = _bomb(tmp_path, 1 << 30)  # 1 GiB of zeros in one layer, ~3 MB on disk
     assert p.stat().st_size < 4 << 20  # the tiny net itself is most of it
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
         with pytest.raises(NetFormatError, match=r"bomb\.pb\.gz: gzip stream expands more than 64x"):
             load_net(p)
-        elapsed = time.perf_counter() - t0
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert elapsed < 1.0
     assert peak < 400 << 20, peak  # stops at ~150 MB of output (64x what was read), never the GiB
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from pathlib import Path
 
 import chess
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 
 from lc0_oracle import require_lc0, require_lczero
+from uci_pipe import UciPipe
 
 from lc0_rocm.encoding import policy_map as pm
 from lc0_rocm.encoding.legal_policy import fast_exp, legal_policy, softmax_logits
@@ -296,34 +298,23 @@ _LC0_POSITIONS = [
 
 
 def _lc0_verbose_stats(net: Path, fens: list[str]) -> list[dict[str, tuple[int, float]]]:
-    import subprocess
-
-    exe = require_lc0()
-    proc = subprocess.Popen([exe, f"--weights={net}", "--backend=eigen"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lc0 = UciPipe([require_lc0(), f"--weights={net}", "--backend=eigen"], stderr=subprocess.DEVNULL)
     try:
-        proc.stdin.write("uci\nsetoption name VerboseMoveStats value true\n"
-                         "setoption name PolicyTemperature value 1\n")
+        for line in ("uci", "setoption name VerboseMoveStats value true", "setoption name PolicyTemperature value 1"):
+            lc0.send(line)
         out = []
         for fen in fens:
-            proc.stdin.write(f"position fen {fen}\ngo nodes 1\n")
-            proc.stdin.flush()
+            lc0.send(f"position fen {fen}")
             stats = {}
-            for line in proc.stdout:
-                if line.startswith("bestmove"):
-                    break
+            for line in lc0.answer("go nodes 1")[:-1]:
                 parts = line.split()
                 if line.startswith("info string") and parts[2] != "node":
                     idx = int(line.split("(")[1].split(")")[0])
                     p = float(line.split("(P:")[1].split("%")[0])
                     stats[parts[2]] = (idx, p)
             out.append(stats)
-        proc.stdin.write("quit\n")
-        proc.stdin.flush()
-        proc.wait(timeout=20)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        lc0.close()
     return out
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from lc0_oracle import require_lc0, require_lczero
+from uci_pipe import UciPipe
 
 from lc0_rocm.search import score as sc
 
@@ -136,24 +137,14 @@ def test_uci_scores_match_lc0_for_every_score_type(shared_weights_dir):
 def _run_lc0(weights, lines):
     # Each `go nodes 1` is followed by `isready`; lc0 answers readyok only after reading it, and we
     # wait for every bestmove before sending more, like a GUI.
-    p = subprocess.Popen([require_lc0(), f"--weights={weights}", "--backend=eigen"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    lc0 = UciPipe([require_lc0(), f"--weights={weights}", "--backend=eigen"], stderr=subprocess.DEVNULL)
     out = []
     try:
         for line in lines:
-            p.stdin.write(line + "\n")
-            p.stdin.flush()
             if line.startswith("go"):
-                while True:
-                    got = p.stdout.readline()
-                    assert got, "lc0 exited"
-                    out.append(got.strip())
-                    if got.startswith("bestmove"):
-                        break
-        p.stdin.write("quit\n")
-        p.stdin.flush()
-        p.wait(timeout=30)
+                out += lc0.answer(line)
+            else:
+                lc0.send(line)
     finally:
-        if p.poll() is None:
-            p.kill()
+        lc0.close()
     return out

@@ -17,10 +17,8 @@ The 3-4-piece tables come from ../shared/syzygy; both layers skip without them (
 from __future__ import annotations
 
 import os
-import queue
 import random
 import subprocess
-import threading
 import time
 import zlib
 from pathlib import Path
@@ -34,6 +32,7 @@ from lc0_rocm.search.syzygy import DRAW, LOSS, WIN, Tablebases, repeated_since_z
 
 from lc0_oracle import require_lc0
 from netpaths import require_shared
+from uci_pipe import UciPipe
 
 TB_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "syzygy"
 MAIA = Path(__file__).resolve().parent.parent.parent / "shared" / "weights" / "maia-1100.pb.gz"
@@ -431,37 +430,21 @@ def test_probe_leaf_is_fast(tables):
 
 # ------------------------------------------------------------------------------------ lc0
 
-class Lc0:
+class Lc0(UciPipe):
     """The real lc0 over pipes: one process, many `go`s. With MultiPV above the number of legal
     moves, lc0 sends one `info multipv` line per root move its tablebase filter lets through (all
     of them, visited or not), so its filtered set can be read off exactly."""
 
     def __init__(self, *args: str):
-        self.proc = subprocess.Popen(
-            [require_lc0(), f"--weights={MAIA}", "--backend=eigen", "--threads=1", *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-        self.lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        super().__init__([require_lc0(), f"--weights={MAIA}", "--backend=eigen", "--threads=1", *args],
+                         stderr=subprocess.DEVNULL)
         self.send("uci")
-        self.wait("uciok")
+        self.until("uciok")
         self.send("setoption name MultiPV value 500")
 
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.put(line.strip())
-
-    def send(self, text: str):
-        self.proc.stdin.write(text + "\n")
-        self.proc.stdin.flush()
-
     def wait(self, prefix: str, timeout: float = 30.0) -> list[str]:
-        seen = []
-        deadline = time.monotonic() + timeout
-        while True:
-            line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            seen.append(line)
-            if line.startswith(prefix):
-                return seen
+        _, line, before = self.until(prefix, timeout)
+        return before + [line]
 
     def go(self, fen: str, moves: list[str], nodes: int) -> tuple[str, int, set[str]]:
         """(bestmove, tbhits of the last info line, the root moves lc0 considered)."""
@@ -476,13 +459,6 @@ class Lc0:
         last = [line for line in final if line.split(" nodes ")[1].split()[0] == final[-1].split(" nodes ")[1].split()[0]]
         considered = {line.split(" pv ")[1].split()[0] for line in last}
         return lines[-1].split()[1], tbhits, considered
-
-    def close(self):
-        try:
-            self.send("quit")
-            self.proc.wait(timeout=10)
-        except Exception:
-            self.proc.kill()
 
 
 # (fen, moves, nodes, the one move lc0 must play or None); the root is in the tables. The

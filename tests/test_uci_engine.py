@@ -41,9 +41,20 @@ def maia_args() -> list[str]:
     return ["-w", str(require_shared(MAIA))]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def maia_engine():
+    """One engine on maia-1900 for the python-chess tests (each starts its own game)."""
     eng = chess.engine.SimpleEngine.popen_uci(engine_cmd(*maia_args()), timeout=60)
+    try:
+        yield eng
+    finally:
+        eng.quit()
+
+
+@pytest.fixture(scope="module")
+def default_engine():
+    """One engine on the default net (the bundled random-weight one) for the tests that only ask it."""
+    eng = chess.engine.SimpleEngine.popen_uci(engine_cmd(), timeout=60)
     try:
         yield eng
     finally:
@@ -56,29 +67,52 @@ class Raw(UciPipe):
     def __init__(self, *args: str, cmd: list[str] | None = None):
         super().__init__(cmd or engine_cmd(*args))
 
+    def ready(self) -> Raw:
+        """Wait until the net is loaded (the first `isready` loads it)."""
+        self.send("isready")
+        self.until("readyok", timeout=300)
+        return self
+
+
+@pytest.fixture(scope="module")
+def _small_engine():
+    raw = Raw("-w", str(SMALL)).ready()
+    yield raw
+    raw.close()
+    assert "Traceback" not in raw.p.stderr.read()
+
+
+@pytest.fixture
+def small(_small_engine):
+    """One engine on the small net for the tests below that leave its options as they found them:
+    one start for them all. Each gets it with no search running, a new game and nothing unread."""
+    raw = _small_engine
+    assert raw.p.poll() is None, "the shared engine exited in an earlier test"
+    raw.send("stop")
+    raw.send("ucinewgame")
+    raw.ready()
+    return raw
+
 
 # --------------------------------------------------------------------------------------------
 
 
-def test_handshake_declares_lc0s_options():
-    eng = chess.engine.SimpleEngine.popen_uci(engine_cmd(), timeout=60)
-    try:
-        assert eng.id["name"].startswith("lc0-rocm")
-        for name in OPTION_NAMES:
-            assert name in eng.options, name
-        o = eng.options
-        assert o["Backend"].type == "combo" and set(o["Backend"].var) == {"auto", "rocm-auto", "rocm", "rocm-fp16",
-                                                                          "cpu", "random", "trivial"}
-        assert o["Backend"].default == "cpu"  # what -b gave (lc0 shows a flag's value as the default)
-        assert o["WeightsFile"].default.endswith("bt-small-smolgen-pedense.pb.gz")
-        assert o["ScoreType"].default == "WDL_mu" and "centipawn" in o["ScoreType"].var
-        assert (o["MultiPV"].type, o["MultiPV"].min, o["MultiPV"].max) == ("spin", 1, 500)
-        assert float(o["CPuct"].default) == 1.745 and float(o["CPuctBase"].default) == 38739
-        assert float(o["CPuctFactor"].default) == 3.894 and float(o["FpuValue"].default) == 0.33
-        assert float(o["PolicyTemperature"].default) == 1.359 and float(o["SmartPruningFactor"].default) == 1.33
-        assert o["UCI_ShowWDL"].type == "check" and o["MoveOverheadMs"].default == 200
-    finally:
-        eng.quit()
+def test_handshake_declares_lc0s_options(default_engine):
+    eng = default_engine
+    assert eng.id["name"].startswith("lc0-rocm")
+    for name in OPTION_NAMES:
+        assert name in eng.options, name
+    o = eng.options
+    assert o["Backend"].type == "combo" and set(o["Backend"].var) == {"auto", "rocm-auto", "rocm", "rocm-fp16",
+                                                                      "cpu", "random", "trivial"}
+    assert o["Backend"].default == "cpu"  # what -b gave (lc0 shows a flag's value as the default)
+    assert o["WeightsFile"].default.endswith("bt-small-smolgen-pedense.pb.gz")
+    assert o["ScoreType"].default == "WDL_mu" and "centipawn" in o["ScoreType"].var
+    assert (o["MultiPV"].type, o["MultiPV"].min, o["MultiPV"].max) == ("spin", 1, 500)
+    assert float(o["CPuct"].default) == 1.745 and float(o["CPuctBase"].default) == 38739
+    assert float(o["CPuctFactor"].default) == 3.894 and float(o["FpuValue"].default) == 0.33
+    assert float(o["PolicyTemperature"].default) == 1.359 and float(o["SmartPruningFactor"].default) == 1.33
+    assert o["UCI_ShowWDL"].type == "check" and o["MoveOverheadMs"].default == 200
 
 
 def test_full_game_against_itself_under_a_short_clock(maia_engine):
@@ -248,13 +282,10 @@ def _check_go_during_a_search(bestmoves: list[str]) -> None:
     assert chess.Move.from_uci(bestmoves[1].split()[1]) in chess.Board().legal_moves
 
 
-def test_go_during_a_search_aborts_it_as_lc0_does():
-    raw = Raw("-w", str(SMALL))
-    try:
-        _check_go_during_a_search(_go_during_a_search(raw))
-        assert raw.p.poll() is None
-    finally:
-        raw.close()
+def test_go_during_a_search_aborts_it_as_lc0_does(small):
+    raw = small
+    _check_go_during_a_search(_go_during_a_search(raw))
+    assert raw.p.poll() is None
 
 
 @pytest.mark.oracle
@@ -294,17 +325,14 @@ def test_option_changes_between_games():
     ("6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1", "d1d8", 1, 1000),
     ("7k/8/5K2/8/8/8/8/6R1 w - - 0 1", "f6f7", 2, 4000),
 ])
-def test_mates_are_found_with_the_random_default_net(fen, best, mate, nodes):
-    eng = chess.engine.SimpleEngine.popen_uci(engine_cmd(), timeout=60)
-    try:
-        board = chess.Board(fen)
-        info = eng.analyse(board, chess.engine.Limit(nodes=nodes))
-        assert info["score"].relative == chess.engine.Mate(mate)
-        assert info["pv"][0].uci() == best
-        assert info["nodes"] < nodes  # a proven win stops the search early
-        assert eng.play(board, chess.engine.Limit(nodes=nodes), game=object()).move.uci() == best
-    finally:
-        eng.quit()
+def test_mates_are_found_with_the_random_default_net(default_engine, fen, best, mate, nodes):
+    eng = default_engine
+    board = chess.Board(fen)
+    info = eng.analyse(board, chess.engine.Limit(nodes=nodes))
+    assert info["score"].relative == chess.engine.Mate(mate)
+    assert info["pv"][0].uci() == best
+    assert info["nodes"] < nodes  # a proven win stops the search early
+    assert eng.play(board, chess.engine.Limit(nodes=nodes), game=object()).move.uci() == best
 
 
 BAD_LINES = [
@@ -346,41 +374,35 @@ def test_bad_input_is_answered_and_the_engine_keeps_running():
     assert "Traceback" not in raw.p.stderr.read()
 
 
-def test_go_after_a_failed_position_reports_instead_of_guessing():
-    raw = Raw("-w", str(SMALL))
-    try:
-        raw.send("position startpos moves e2e4 e2e4")
-        raw.send("go nodes 5")
-        _, line, before = raw.until("bestmove")
-        assert line == "bestmove (none)"
-        assert any("illegal move" in x for x in before)
-        assert any("no position to search" in x for x in before)
-    finally:
-        raw.close()
+def test_go_after_a_failed_position_reports_instead_of_guessing(small):
+    raw = small
+    raw.send("position startpos moves e2e4 e2e4")
+    raw.send("go nodes 5")
+    _, line, before = raw.until("bestmove")
+    assert line == "bestmove (none)"
+    assert any("illegal move" in x for x in before)
+    assert any("no position to search" in x for x in before)
 
 
-def test_a_net_that_cannot_load_is_reported(tmp_path):
+def test_a_net_that_cannot_load_is_reported(tmp_path, small):
     junk = tmp_path / "junk.pb.gz"
     junk.write_bytes(b"this is not a network")
-    raw = Raw("-w", str(SMALL))
-    try:
-        for bad in (tmp_path / "missing.pb.gz", junk):
-            raw.send(f"setoption name WeightsFile value {bad}")
-            raw.send("isready")
-            _, _, before = raw.until("readyok", timeout=30)
-            assert any(x.startswith("info string error: cannot load network") for x in before), before
-            raw.send("go nodes 1")
-            _, line, _ = raw.until("bestmove")
-            # no net, no search: still a legal answer, the first legal move (python-chess's order)
-            assert line == f"bestmove {next(iter(chess.Board().legal_moves)).uci()}"
-        raw.send(f"setoption name WeightsFile value {SMALL}")
+    raw = small
+    for bad in (tmp_path / "missing.pb.gz", junk):
+        raw.send(f"setoption name WeightsFile value {bad}")
         raw.send("isready")
-        raw.until("readyok", timeout=30)
-        raw.send("go nodes 3")
+        _, _, before = raw.until("readyok", timeout=30)
+        assert any(x.startswith("info string error: cannot load network") for x in before), before
+        raw.send("go nodes 1")
         _, line, _ = raw.until("bestmove")
-        assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
-    finally:
-        raw.close()
+        # no net, no search: still a legal answer, the first legal move (python-chess's order)
+        assert line == f"bestmove {next(iter(chess.Board().legal_moves)).uci()}"
+    raw.send(f"setoption name WeightsFile value {SMALL}")
+    raw.send("isready")
+    raw.until("readyok", timeout=30)
+    raw.send("go nodes 3")
+    _, line, _ = raw.until("bestmove")
+    assert chess.Move.from_uci(line.split()[1]) in chess.Board().legal_moves
 
 
 def test_end_of_input_exits_even_while_searching():
@@ -504,36 +526,29 @@ def _legal_after(moves: list[str]) -> set[str]:
     return {m.uci() for m in b.legal_moves}
 
 
-def test_every_stopped_search_answers_even_with_go_right_behind_the_stop():
+def test_every_stopped_search_answers_even_with_go_right_behind_the_stop(small):
     """UCI owes a bestmove for every stopped search: `go infinite`, `stop` back to back 30 times
     gives 30 bestmoves (a `go` aborts only a search that no `stop` ended), each legal."""
-    raw = Raw("-w", str(SMALL))
-    try:
-        raw.send("isready")
-        raw.until("readyok", timeout=300)
-        raw.send("position startpos")
-        for _ in range(30):
-            raw.send("go infinite")
-            raw.send("stop")
-        legal = _legal_after([])
-        for k in range(30):
-            _, line, _ = raw.until("bestmove", timeout=30)
-            assert line.split()[1] in legal, (k, line)
-        raw.send("isready")
-        _, _, between = raw.until("readyok", timeout=30)
-        assert not [x for x in between if x.startswith("bestmove")]
-    finally:
-        raw.close()
+    raw = small
+    raw.send("position startpos")
+    for _ in range(30):
+        raw.send("go infinite")
+        raw.send("stop")
+    legal = _legal_after([])
+    for k in range(30):
+        _, line, _ = raw.until("bestmove", timeout=30)
+        assert line.split()[1] in legal, (k, line)
+    raw.send("isready")
+    _, _, between = raw.until("readyok", timeout=30)
+    assert not [x for x in between if x.startswith("bestmove")]
 
 
 def test_degenerate_go_limits_answer_with_a_legal_move():
     """`go nodes 0` and `go nodes -5` evaluate the root and answer (lc0 answers both); `go
     searchmoves 0000` ignores the null move with an error line and searches every move (it answered
     `bestmove (none)`)."""
-    raw = Raw("-w", str(SMALL))
+    raw = Raw("-w", str(SMALL)).ready()
     try:
-        raw.send("isready")
-        raw.until("readyok", timeout=300)
         raw.send("position startpos moves e2e4")
         legal = _legal_after(["e2e4"])
         for go in ("go nodes 0", "go nodes -5", "go nodes 5 searchmoves 0000", "go nodes 5 searchmoves 0000 g8f6"):
@@ -555,10 +570,8 @@ def test_degenerate_go_limits_answer_with_a_legal_move():
 def test_a_node_limit_a_reused_tree_already_reached_answers_at_once():
     """Without pipelining (Threads 1) a `go nodes 50` on a tree that already has 50 visits at its
     root gathers nothing; the stoppers must still be asked, and it answers without a `stop`."""
-    raw = Raw("-w", str(SMALL), "--threads=1")
+    raw = Raw("-w", str(SMALL), "--threads=1").ready()
     try:
-        raw.send("isready")
-        raw.until("readyok", timeout=300)
         raw.send("position startpos moves d2d4")
         for _ in range(3):
             raw.send("go nodes 50")
@@ -592,20 +605,17 @@ def test_a_missing_syzygy_folder_is_reported_and_the_tables_found_are_used():
         raw.close()
 
 
-def test_isready_answers_readyok_even_when_loading_fails_unexpectedly():
+def test_isready_answers_readyok_even_when_loading_fails_unexpectedly(tmp_path):
     """Whatever fails while `isready` prepares the net is one error line, and readyok still comes (a
-    GUI waits for it). The failure is injected: every failure the loader knows is already reported."""
-    import io
-
-    from lc0_rocm.uci import UciEngine
-
-    out = io.StringIO()
-    engine = UciEngine(inp=io.StringIO("isready\nquit\n"), out=out, overrides={"Backend": "cpu"})
-
-    def broken():
-        raise RuntimeError("injected failure")
-
-    engine.ensure_net = broken
-    assert engine.run() == 0
-    lines = out.getvalue().splitlines()
-    assert lines == ["info string error: isready: RuntimeError: injected failure", "readyok"], lines
+    GUI waits for it), every time. The failure is real and none the loader knows: a broken install
+    whose numba raises on import (numba loads at the first `isready`, after `uciok`)."""
+    (tmp_path / "numba").mkdir()
+    (tmp_path / "numba" / "__init__.py").write_text('raise ImportError("numba is broken in this install")\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    p = subprocess.run(engine_cmd("-w", str(SMALL)), input="uci\nisready\nisready\nquit\n", capture_output=True,
+                       text=True, env=env, timeout=120)
+    lines = p.stdout.splitlines()
+    assert p.returncode == 0 and "Traceback" not in p.stderr, (p.stdout[-1000:], p.stderr[-1000:])
+    after = lines[lines.index("uciok") + 1:]
+    assert after[1::2] == ["readyok", "readyok"] and len(after) == 4, lines
+    assert all(x.startswith("info string error: ") and "numba is broken in this install" in x for x in after[::2]), lines

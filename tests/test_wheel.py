@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
 import site
 import subprocess
 import sys
-import threading
-import time
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -31,6 +28,7 @@ import chess
 import pytest
 
 from netpaths import REPO
+from uci_pipe import UciPipe
 
 pytestmark = pytest.mark.slow
 
@@ -162,51 +160,20 @@ def test_installed_wheel_plays_uci(installed):
 
     venv, _, env, cwd = installed
     compiled = is_compiled()
-    p = subprocess.Popen([str(venv / "bin" / "lc0-rocm")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, bufsize=1, cwd=cwd, env=env)
-    lines: queue.Queue = queue.Queue()
-
-    def read():
-        for line in p.stdout:
-            lines.put(line.strip())
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-
-    def until(prefix: str, timeout: float) -> str:
-        end = time.monotonic() + timeout
-        seen = []
-        while True:
-            try:
-                line = lines.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no {prefix!r} in {timeout} s; got {seen}") from None
-            if line is None:
-                p.wait(timeout=10)
-                raise AssertionError(f"engine exited waiting for {prefix!r}; got {seen}; stderr: "
-                                     f"{p.stderr.read()[-2000:]}")
-            if line.startswith(prefix):
-                return line
-            seen.append(line)
-
-    def send(line: str) -> None:
-        p.stdin.write(line + "\n")
-        p.stdin.flush()
-
+    eng = UciPipe([str(venv / "bin" / "lc0-rocm")], env=env, cwd=cwd)
     try:
-        send("uci")
-        until("uciok", 60)
-        send("isready")
-        until("readyok", 60)  # a cold cache compiles the search in the background
-        send("position startpos")
-        send("go nodes 1")
-        best = until("bestmove", 600).split()[1]  # waits for a cold cache's compile
+        eng.send("uci")
+        eng.until("uciok", 60)
+        eng.send("isready")
+        eng.until("readyok", 60)  # a cold cache compiles the search in the background
+        eng.send("position startpos")
+        best = eng.answer("go nodes 1", 600)[-1].split()[1]  # waits for a cold cache's compile
         assert chess.Move.from_uci(best) in chess.Board().legal_moves
-        send("quit")
-        assert p.wait(timeout=30) == 0
+        eng.send("quit")
+        assert eng.p.wait(timeout=30) == 0
         if compiled:  # the tests' cache serves the wheel's copy of the sources
-            assert "compiling the search" not in p.stderr.read()
+            assert "compiling the search" not in eng.p.stderr.read()
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        if eng.p.poll() is None:
+            eng.p.kill()
+            eng.p.wait()

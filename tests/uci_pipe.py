@@ -12,9 +12,10 @@ import time
 class UciPipe:
     """An engine process `cmd` on pipes; `until(prefix)` reads up to the first line starting with it."""
 
-    def __init__(self, cmd: list[str], env: dict | None = None):
+    def __init__(self, cmd: list[str], env: dict | None = None, cwd=None, stderr=subprocess.PIPE):
+        """`stderr`: PIPE to read it after the engine exits (keep it short), DEVNULL for a chatty one."""
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, bufsize=1, env=env)
+                                  stderr=stderr, text=True, bufsize=1, env=env, cwd=cwd)
         self.lines: queue.Queue = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -34,13 +35,22 @@ class UciPipe:
         before = []
         end = time.monotonic() + timeout
         while True:
-            t, line = self.lines.get(timeout=max(0.01, end - time.monotonic()))
+            try:
+                t, line = self.lines.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no {prefix!r} in {timeout} s; got {before}") from None
             if line is None:
                 raise AssertionError(f"engine exited waiting for {prefix!r}; got {before}")
             self.seen.append(line)
             if line.startswith(prefix):
                 return t, line, before
             before.append(line)
+
+    def answer(self, go: str, timeout: float = 60.0) -> list[str]:
+        """Send `go` and return every line up to and including its bestmove."""
+        self.send(go)
+        _, line, before = self.until("bestmove", timeout)
+        return before + [line]
 
     def no_line(self, prefix: str, wait: float) -> bool:
         end = time.monotonic() + wait
