@@ -399,7 +399,18 @@ class Engine:
 
     def go(self, go: GoParams, received: Optional[float] = None) -> None:
         """Answer a `go`: abort a running search (its bestmove taken back), then search the position,
-        or answer at once (policy move, first legal move, `(none)`). Every path owes one bestmove."""
+        or answer at once (policy move, first legal move, `(none)`). Every path owes one bestmove: a
+        failure before any search started (a broken install, say) is said and answered with the first
+        legal move."""
+        try:
+            self._go(go, received)
+        except Exception as e:
+            if self.searching:
+                raise  # a search runs: it answers
+            self.r.error(f"go: {type(e).__name__}: {one_line(e)}")
+            self.fallback_bestmove(go.searchmoves)
+
+    def _go(self, go: GoParams, received: Optional[float]) -> None:
         self.abort_and_wait()
         if self.position is None and self.position_error is not None:
             self.r.error(f"no position to search ({self.position_error})")

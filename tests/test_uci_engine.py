@@ -607,14 +607,17 @@ def test_a_missing_syzygy_folder_is_reported_and_the_tables_found_are_used():
 
 def test_isready_answers_readyok_even_when_loading_fails_unexpectedly(tmp_path):
     """Whatever fails while `isready` prepares the net is one error line, and readyok still comes (a
-    GUI waits for it), every time. The failure is real and none the loader knows: a broken install
-    whose numba raises on import (numba loads at the first `isready`, after `uciok`)."""
+    GUI waits for it), every time; a `go` then is still answered with a legal bestmove. The failure is
+    real and none the loader knows: a broken install whose numba raises on import (numba loads at the
+    first `isready`, after `uciok`)."""
     (tmp_path / "numba").mkdir()
     (tmp_path / "numba" / "__init__.py").write_text('raise ImportError("numba is broken in this install")\n')
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
-    p = subprocess.run(engine_cmd("-w", str(SMALL)), input="uci\nisready\nisready\nquit\n", capture_output=True,
-                       text=True, env=env, timeout=120)
+    p = subprocess.run(engine_cmd("-w", str(SMALL)), input="uci\nisready\nisready\ngo nodes 5\nquit\n",
+                       capture_output=True, text=True, env=env, timeout=120)
     lines = p.stdout.splitlines()
+    assert lines[-1] in {f"bestmove {m.uci()}" for m in chess.Board().legal_moves}, lines
+    lines = [x for x in lines if not x.startswith("info string error: go") and not x.startswith("bestmove")]
     assert p.returncode == 0 and "Traceback" not in p.stderr, (p.stdout[-1000:], p.stderr[-1000:])
     after = lines[lines.index("uciok") + 1:]
     assert after[1::2] == ["readyok", "readyok"] and len(after) == 4, lines
