@@ -29,11 +29,17 @@ run() {  # run <label> <command...>
 }
 
 cd "$ROOT/lc0_rocm/kernels" || exit 1
-for k in *.hip; do
-    run "hipcc gfx90a+gfx1030 $k" env HIP_PLATFORM=amd "$HIPCC" -Werror --offload-arch=gfx90a \
-        --offload-arch=gfx1030 -c "$k" -o "$TMP/${k%.hip}.amd.o"
-    run "nvcc sm_90 (HIP prelude) $k" "$NVCC" -arch=sm_90 -I "$ROOT/hip_on_cuda/include" \
-        -include hip/hip_runtime.h -x cu -Werror all-warnings -c "$k" -o "$TMP/${k%.hip}.nv.o"
+for k in *.hip; do  # hipcc and nvcc side by side (two jobs), each file's report printed in order
+    ( run "hipcc gfx90a+gfx1030 $k" env HIP_PLATFORM=amd "$HIPCC" -Werror --offload-arch=gfx90a \
+        --offload-arch=gfx1030 -c "$k" -o "$TMP/${k%.hip}.amd.o" ) >"$TMP/$k.amd.report" 2>&1 &
+    amd=$!
+    ( TMP="$TMP/nv"; mkdir -p "$TMP"; run "nvcc sm_90 (HIP prelude) $k" "$NVCC" -arch=sm_90 \
+        -I "$ROOT/hip_on_cuda/include" -include hip/hip_runtime.h -x cu -Werror all-warnings -c "$k" \
+        -o "$TMP/${k%.hip}.nv.o" ) >"$TMP/$k.nv.report" 2>&1 &
+    nv=$!
+    wait $amd; wait $nv
+    cat "$TMP/$k.amd.report" "$TMP/$k.nv.report"
+    grep -q "^FAIL" "$TMP/$k.amd.report" "$TMP/$k.nv.report" && fail=1
 done
 
 cd "$ROOT" || exit 1
