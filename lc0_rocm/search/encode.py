@@ -196,13 +196,7 @@ def encode(node, parent, bbs, castling, black, ep_file, rule50, reps, first_is_s
         for j in range(AUX + 5):
             x = masks[j]
             if x != _Z and x != _ALL:
-                if t & FLIP:
-                    x = _flip(x)
-                if t & MIRROR:
-                    x = _mirror(x)
-                if t & TRANSPOSE:
-                    x = _transpose(x)
-                masks[j] = x
+                masks[j] = transform_bitboard(x, t)
     return t
 
 
