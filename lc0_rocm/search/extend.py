@@ -177,6 +177,17 @@ LEAF_TERMINAL, LEAF_CACHED, LEAF_BATCH = 0, 1, 2  # what `extend_leaf` found (in
 
 
 @jit
+def _cache_hit(c, key, info, i):
+    """Look `key` up in the NN cache; a hit marks info[i] as LEAF_CACHED with its slot."""
+    slot = nncache.lookup(c, key)
+    if slot < 0:
+        return False
+    info[i, 0] = LEAF_CACHED
+    info[i, 1] = slot
+    return True
+
+
+@jit
 def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, keys, i):
     """The part of a first visit that writes only `node` itself (distinct leaves could be extended in
     parallel; measured, not kept: docs/perf.md): its position, legal moves (into `codes`), the
@@ -210,12 +221,8 @@ def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, key
     if hist < 7:
         key = history_key(t, node, hist)
         keys[i] = key
-        if tb == 0:
-            slot = nncache.lookup(c, key)
-            if slot >= 0:
-                info[i, 0] = LEAF_CACHED
-                info[i, 1] = slot
-                return
+        if tb == 0 and _cache_hit(c, key, info, i):
+            return
     tr = enc.encode(node, t.parent, t.bbs, t.castling, t.black, t.ep, t.rule50, t.reps, t.meta[M_STARTPOS] != 0,
                     int(p[P_INPUT_FORMAT]), int(p[P_FILL]), masks[row], values[row])
     info[i, 3] = tr
@@ -223,12 +230,8 @@ def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, key
         # the transform is part of the key: a position and its mirror image encode alike
         key = enc.input_hash(masks[row], values[row], t.black[node], t.ep[node]) ^ mix64(np.uint64(tr + 1))
         keys[i] = key
-        if tb == 0:
-            slot = nncache.lookup(c, key)
-            if slot >= 0:
-                info[i, 0] = LEAF_CACHED
-                info[i, 1] = slot
-                return
+        if tb == 0 and _cache_hit(c, key, info, i):
+            return
     info[i, 0] = LEAF_BATCH
 
 
