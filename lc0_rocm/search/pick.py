@@ -378,12 +378,17 @@ def heap_less(hs, hi, a, b):
 
 
 @jit
+def heap_swap(hs, hi, a, b):
+    hs[a], hs[b] = hs[b], hs[a]
+    hi[a], hi[b] = hi[b], hi[a]
+
+
+@jit
 def heap_sift_up(hs, hi, k):
     while k > 0:
         up = (k - 1) >> 1
         if heap_less(hs, hi, k, up):
-            hs[k], hs[up] = hs[up], hs[k]
-            hi[k], hi[up] = hi[up], hi[k]
+            heap_swap(hs, hi, k, up)
             k = up
         else:
             break
@@ -400,8 +405,7 @@ def heap_sift_down(hs, hi, size, k):
         if r < size and heap_less(hs, hi, r, l):
             m = r
         if heap_less(hs, hi, m, k):
-            hs[k], hs[m] = hs[m], hs[k]
-            hi[k], hi[m] = hi[m], hi[k]
+            heap_swap(hs, hi, k, m)
             k = m
         else:
             break
