@@ -328,9 +328,7 @@ class Search:
                 gathered = self._gather(slot)
                 if gathered and inline:
                     self._apply(slot, self.ev.backend.evaluate(slot.planes()))
-                    if auto.watching and auto.batch_done(self.playouts, 0.0) is not None:
-                        inline = auto.inline
-                        self._max_in_flight = 1 if inline else batches_in_flight(self.params)
+                    inline = self._auto_choice(auto, 0.0, inline)
                     if self.params.nps_limit > 0:
                         self._throttle()
                 elif gathered:
@@ -345,9 +343,7 @@ class Search:
                 self._in_flight.popleft()
                 eval_s = slot.pending.eval_s
                 self._apply(slot, out)
-                if auto.watching and auto.batch_done(self.playouts, eval_s) is not None:
-                    inline = auto.inline
-                    self._max_in_flight = 1 if inline else batches_in_flight(self.params)
+                inline = self._auto_choice(auto, eval_s, inline)
                 if self.params.nps_limit > 0:
                     self._throttle()
             elif not self._in_flight and gathered == 0 and self.in_flight == 0 and self.root.n == 0:
@@ -403,6 +399,14 @@ class Search:
     def _root_allowed(self):
         """(move codes of `searchmoves`, whether they restrict the root)."""
         return self._allowed, self._use_allowed
+
+    def _auto_choice(self, auto: AutoInline, eval_s: float, inline: bool) -> bool:
+        """After a batch under Threads 0: whether batches go on inline (and the batches in flight that
+        follow from it) once `auto` has decided; `inline` unchanged until then."""
+        if auto.watching and auto.batch_done(self.playouts, eval_s) is not None:
+            inline = auto.inline
+            self._max_in_flight = 1 if inline else batches_in_flight(self.params)
+        return inline
 
     def _gather(self, slot: _Slot) -> int:
         tree = self.tree
