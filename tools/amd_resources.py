@@ -210,11 +210,14 @@ def clang_command(clang: str, arch: str, file: str, options: tuple[str, ...], ou
 def header_pch(clang: str, arch: str, libs: Path, tmp: Path) -> Path | None:
     """The HIP runtime headers (2 MB of text, two thirds of a small kernel's compile time) precompiled
     once per arch, or None where clang cannot (then every compile parses them itself). The kernels'
-    own `#include <hip/hip_runtime.h>` finds them already read; the assembly is the same."""
+    own `#include <hip/hip_runtime.h>` finds them already read; the assembly is the same. The headers'
+    pending template instantiations are done once here (-fpch-instantiate-templates), not in every
+    compile: loading the header then takes 0.05 s instead of 0.17 s."""
     header, pch = tmp / f"hip_headers.{arch}.h", tmp / f"hip_headers.{arch}.pch"
     header.write_text("#include <hip/hip_runtime.h>\n")
     p = subprocess.run([clang, *CLANG_FLAGS, f"--offload-arch={arch}", f"--rocm-device-lib-path={libs}",
-                        "-Xclang", "-emit-pch", str(header), "-o", str(pch)], capture_output=True, text=True)
+                        "-Xclang", "-emit-pch", "-fpch-instantiate-templates", str(header), "-o", str(pch)],
+                       capture_output=True, text=True)
     return pch if p.returncode == 0 and pch.exists() else None
 
 
