@@ -22,6 +22,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -363,6 +364,7 @@ def main(argv=None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--doc", type=Path, default=DOC)
     args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: still remove the temporary folder
     clang = os.environ.get("CLANG", "clang++-19")
     if shutil.which(clang) is None:
         print(f"FAIL {clang} not found (apt-get install clang-19 lld-19)")
