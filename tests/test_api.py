@@ -18,6 +18,7 @@ import math
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import chess
 import numpy as np
@@ -126,8 +127,10 @@ def test_readme_example_runs_as_written_and_agrees_with_eval_json(tmp_path):
 def test_to_json_is_eval_json(weights, options):
     with api.open_backend(weights, "cpu", options) as ev:
         got = [ev.evaluate(p) for p in POSITIONS]  # one at a time, as the command: the same arithmetic
-    for (fen, moves), e in zip(POSITIONS, got):
-        assert e.to_json() == eval_json(weights, fen, moves, options), (fen, moves)  # exactly
+    with ThreadPoolExecutor(2) as pool:  # the commands two at a time
+        want = list(pool.map(lambda p: eval_json(weights, *p, options), POSITIONS))
+    for (fen, moves), e, w in zip(POSITIONS, got, want):
+        assert e.to_json() == w, (fen, moves)  # exactly
 
 
 def _reference_truth(net, fen, moves):

@@ -3,7 +3,7 @@ through the NVRTC prelude with nvcc, the HIP-on-CUDA C sources compile, and with
 gfx1100, gfx1151 and gfx1201 every kernel in every variant the runtime compiles has no spill, no scratch,
 LDS within limits, and docs/amd-resources.md is current (tools/amd_resources.py --check).
 
-Runs tools/amd_compile_gate.sh. Where hipcc, nvcc or clang-19 is missing the test skips, except in CI
+Runs tools/amd_compile_gate.sh (started beside the other tests: tests/gate_background.py). Where hipcc, nvcc or clang-19 is missing the test skips, except in CI
 (CI=true), where a missing compiler is a failure: CI installs them. The other tests here need no compiler:
 they keep tools/amd_resources.py's list of compile variants in step with the runtime.
 """
@@ -13,16 +13,15 @@ import importlib.util
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import gate_background
+
 ROOT = Path(__file__).resolve().parent.parent
-GATE = ROOT / "tools" / "amd_compile_gate.sh"
 KERNELS = ROOT / "lc0_rocm" / "kernels"
-COMPILERS = ("hipcc", "nvcc", "clang++-19")
 
 
 def _tool():
@@ -37,19 +36,19 @@ def _tool():
 
 
 def test_every_kernel_compiles_for_amd_and_through_the_nvrtc_prelude():
-    missing = [tool for tool in COMPILERS if shutil.which(tool) is None]
+    missing = [tool for tool in gate_background.COMPILERS if shutil.which(tool) is None]
     if missing:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI must have {missing} for the compile gate (.ci/run installs them)")
         pytest.skip(f"{missing} not installed")
-    assert GATE.exists(), "tools/amd_compile_gate.sh is missing"
+    assert gate_background.GATE.exists(), "tools/amd_compile_gate.sh is missing"
     kernels = sorted(KERNELS.glob("*.hip"))
     assert kernels, "no kernels found"
-    proc = subprocess.run(["bash", str(GATE)], cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-4000:]
+    returncode, stdout, stderr = gate_background.result(timeout=1200)
+    assert returncode == 0, stdout[-6000:] + stderr[-4000:]
     for k in kernels:
-        assert k.name in proc.stdout, f"gate did not report {k.name}"
-    assert "ok   clang-19 gfx942 gfx1100 gfx1151 gfx1201" in proc.stdout, proc.stdout[-3000:]
+        assert k.name in stdout, f"gate did not report {k.name}"
+    assert "ok   clang-19 gfx942 gfx1100 gfx1151 gfx1201" in stdout, stdout[-3000:]
 
 
 # ---------------------------------------------------------------------- the runtime's own tables

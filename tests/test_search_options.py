@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -85,8 +86,11 @@ def _same_columns(a: str, b: str) -> bool:
 
 def compare_with_lc0(options, cases, extra_lc0_flags=(), tables=True, net=None):
     maia = net or require_shared(SHARED_WEIGHTS_DIR / "maia-1900.pb.gz")
-    theirs = _run([require_lc0(), f"--weights={maia}", "--backend=eigen", *extra_lc0_flags], options, cases)
-    ours = _run([sys.executable, "-m", "lc0_rocm.cli", "-w", str(maia), "-b", "cpu"], options, cases)
+    with ThreadPoolExecutor(2) as pool:  # the two engines side by side (one search thread each)
+        lc0 = pool.submit(_run, [require_lc0(), f"--weights={maia}", "--backend=eigen", *extra_lc0_flags],
+                          options, cases)
+        ours = _run([sys.executable, "-m", "lc0_rocm.cli", "-w", str(maia), "-b", "cpu"], options, cases)
+        theirs = lc0.result()
     for (pos, nodes), (lv, li, lb), (ov, oi, ob) in zip(cases, theirs, ours):
         lvis = {m.group(1): int(m.group(3)) for m in map(_STATS.match, lv) if m}
         ovis = {m.group(1): int(m.group(3)) for m in map(_STATS.match, ov) if m}
@@ -170,21 +174,27 @@ def test_out_of_order_eval_off_matches_lc0():
     maia = require_shared(SHARED_WEIGHTS_DIR / "maia-1900.pb.gz")
     cases = [("startpos moves e2e4", 200), ("fen kbK5/pp6/1P6/8/8/8/8/R7 w - - 0 1", 400),
              ("fen 8/8/8/4k3/8/8/3QK3/8 w - - 0 1", 400)]
-    theirs = _run([require_lc0(), f"--weights={maia}", "--backend=eigen"],
-                  ["OutOfOrderEval value false", "MinibatchSize value 16"], cases)
+    pool = ThreadPoolExecutor(1)  # lc0 searches while ours does
+    lc0_run = pool.submit(_run, [require_lc0(), f"--weights={maia}", "--backend=eigen"],
+                      ["OutOfOrderEval value false", "MinibatchSize value 16"], cases)
     ev = evaluator(maia, cache_history_length=0)
     params = SearchParams(minibatch_size=16, pipeline=False, smart_pruning_factor=0, exact_node_limit=False,
                           out_of_order_eval=False)
-    exact = 0
-    for (pos, nodes), (lv, _, lb) in zip(cases, theirs):
+    mine = []
+    for pos, nodes in cases:
         words = pos.split()
         fen = None if words[0] == "startpos" else " ".join(words[1:7])
         moves = words[words.index("moves") + 1:] if "moves" in words else []
         ev.cache.clear()
         s = search(ev, fen, moves, nodes=nodes, params=params, verbose_stats=True)
-        ours, lc0 = _parse(s.verbose_stats_lines()), _parse(lv)
+        mine.append((s.verbose_stats_lines(), s.bestmove.uci()))
+    theirs = lc0_run.result()
+    pool.shutdown()
+    exact = 0
+    for (pos, nodes), (lv, _, lb), (stats, best) in zip(cases, theirs, mine):
+        ours, lc0 = _parse(stats), _parse(lv)
         moved = sum(abs(ours[m][0] - lc0[m][0]) for m in lc0)
         assert moved <= 2 * max(1, nodes // 100), (pos, moved)
         exact += moved == 0
-        assert lb.split()[1] == s.bestmove.uci()
+        assert lb.split()[1] == best
     assert exact >= len(cases) - 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from netpaths import WEIGHTS_DIR
 from uci_pipe import UciPipe
@@ -50,10 +51,13 @@ def _field(line: str, key: str) -> int:
 
 def test_ram_limit_stops_the_search():
     """With RamLimitMb the search ends when tree and NN cache reach the limit, long before `go nodes`."""
-    (infos, best), = _searches(_session(["setoption name RamLimitMb value 2", "isready", "go nodes 400000"]))
+    with ThreadPoolExecutor(2) as pool:  # the two engines side by side
+        small, large = pool.map(lambda mb: _searches(_session([f"setoption name RamLimitMb value {mb}", "isready",
+                                                               "go nodes 400000"])), (2, 4))
+    (infos, best), = small
     nodes = _field(infos[-1], "nodes")
     assert best.startswith("bestmove ") and 1000 < nodes < 400000, nodes
-    (infos2, _), = _searches(_session(["setoption name RamLimitMb value 4", "isready", "go nodes 400000"]))
+    (infos2, _), = large
     assert _field(infos2[-1], "nodes") > nodes  # a larger limit, a larger tree
 
 

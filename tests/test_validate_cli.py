@@ -134,13 +134,14 @@ def test_cli_tanh_value_net_has_no_wdl_rows(capsys):
     (["--backend-opts", "policy_head=nope"], "policy head"),
 ])
 def test_cli_argument_errors_are_one_line(capsys, argv, message):
-    assert main(["validate", "-w", str(BT_SMALL), "-b", "cpu"] + argv) == 1
+    # one position (argv's own --positions comes later and wins): the error needs no 512-position suite
+    assert main(["validate", "-w", str(BT_SMALL), "-b", "cpu", "-n", "1"] + argv) == 1
     err = capsys.readouterr().err
     assert err.startswith("lc0-rocm: error: ") and message in err and len(err.strip().splitlines()) == 1
 
 
 def test_cli_missing_weights_file(capsys, tmp_path):
-    assert main(["validate", "-w", str(tmp_path / "nope.pb.gz"), "-b", "cpu"]) == 1
+    assert main(["validate", "-w", str(tmp_path / "nope.pb.gz"), "-b", "cpu", "-n", "1"]) == 1
     assert "lc0-rocm: error:" in capsys.readouterr().err
 
 

@@ -17,6 +17,7 @@ HIPCC="${HIPCC:-hipcc}"
 NVCC="${NVCC:-nvcc}"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
+trap 'exit 143' TERM INT  # killed (tests/gate_background.py): still remove $TMP
 fail=0
 
 run() {  # run <label> <command...>
@@ -29,15 +30,23 @@ run() {  # run <label> <command...>
 }
 
 cd "$ROOT/lc0_rocm/kernels" || exit 1
-for k in *.hip; do  # hipcc and nvcc side by side (two jobs), each file's report printed in order
-    ( run "hipcc gfx90a+gfx1030 $k" env HIP_PLATFORM=amd "$HIPCC" -Werror --offload-arch=gfx90a \
-        --offload-arch=gfx1030 -c "$k" -o "$TMP/${k%.hip}.amd.o" ) >"$TMP/$k.amd.report" 2>&1 &
-    amd=$!
-    ( TMP="$TMP/nv"; mkdir -p "$TMP"; run "nvcc sm_90 (HIP prelude) $k" "$NVCC" -arch=sm_90 \
-        -I "$ROOT/hip_on_cuda/include" -include hip/hip_runtime.h -x cu -Werror all-warnings -c "$k" \
-        -o "$TMP/${k%.hip}.nv.o" ) >"$TMP/$k.nv.report" 2>&1 &
-    nv=$!
-    wait $amd; wait $nv
+# hipcc and nvcc of every file as 16 jobs, two at a time (the next starts as soon as one ends), each
+# in a folder of its own; the reports are printed in order afterwards
+for k in *.hip; do
+    for c in amd nv; do
+        while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
+        ( TMP="$TMP/$c.$k"; mkdir -p "$TMP"
+          if [ $c = amd ]; then
+              run "hipcc gfx90a+gfx1030 $k" env HIP_PLATFORM=amd "$HIPCC" -Werror --offload-arch=gfx90a \
+                  --offload-arch=gfx1030 -c "$k" -o "$TMP/out.o"
+          else
+              run "nvcc sm_90 (HIP prelude) $k" "$NVCC" -arch=sm_90 -I "$ROOT/hip_on_cuda/include" \
+                  -include hip/hip_runtime.h -x cu -Werror all-warnings -c "$k" -o "$TMP/out.o"
+          fi ) >"$TMP/$k.$c.report" 2>&1 &
+    done
+done
+wait
+for k in *.hip; do
     cat "$TMP/$k.amd.report" "$TMP/$k.nv.report"
     grep -q "^FAIL" "$TMP/$k.amd.report" "$TMP/$k.nv.report" && fail=1
 done

@@ -22,6 +22,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -210,11 +211,14 @@ def clang_command(clang: str, arch: str, file: str, options: tuple[str, ...], ou
 def header_pch(clang: str, arch: str, libs: Path, tmp: Path) -> Path | None:
     """The HIP runtime headers (2 MB of text, two thirds of a small kernel's compile time) precompiled
     once per arch, or None where clang cannot (then every compile parses them itself). The kernels'
-    own `#include <hip/hip_runtime.h>` finds them already read; the assembly is the same."""
+    own `#include <hip/hip_runtime.h>` finds them already read; the assembly is the same. The headers'
+    pending template instantiations are done once here (-fpch-instantiate-templates), not in every
+    compile: loading the header then takes 0.05 s instead of 0.17 s."""
     header, pch = tmp / f"hip_headers.{arch}.h", tmp / f"hip_headers.{arch}.pch"
     header.write_text("#include <hip/hip_runtime.h>\n")
     p = subprocess.run([clang, *CLANG_FLAGS, f"--offload-arch={arch}", f"--rocm-device-lib-path={libs}",
-                        "-Xclang", "-emit-pch", str(header), "-o", str(pch)], capture_output=True, text=True)
+                        "-Xclang", "-emit-pch", "-fpch-instantiate-templates", str(header), "-o", str(pch)],
+                       capture_output=True, text=True)
     return pch if p.returncode == 0 and pch.exists() else None
 
 
@@ -360,6 +364,7 @@ def main(argv=None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--doc", type=Path, default=DOC)
     args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: still remove the temporary folder
     clang = os.environ.get("CLANG", "clang++-19")
     if shutil.which(clang) is None:
         print(f"FAIL {clang} not found (apt-get install clang-19 lld-19)")
