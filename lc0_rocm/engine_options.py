@@ -53,9 +53,6 @@ class Spec:
 
     def parse(self, raw) -> object:
         """The typed value of `raw` (str, or already typed), or OptionError (values.py's rules)."""
-        if not isinstance(raw, str):
-            raw = str(raw).lower() if isinstance(raw, bool) else str(raw)
-        raw = raw.strip()
         try:
             if self.kind == "check":
                 return parse_bool(raw)
@@ -67,7 +64,7 @@ class Spec:
                 return parse_choice(raw, self.choices)
         except BadValue as e:
             raise OptionError(f"option {self.name}: {e}") from None
-        return raw
+        return str(raw).strip()
 
     def declaration(self, value) -> str:
         """The `option name ... type ... default <value>` line; the default shown is the current value,

@@ -31,23 +31,22 @@ def parse_bool(raw) -> bool:
 
 
 def parse_int(raw, lo: Optional[float] = None, hi: Optional[float] = None) -> int:
-    text = str(raw).strip()
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadValue(f"expected an integer, got {text!r}") from None
-    _check_range(value, text, lo, hi)
-    return value
+    return _parse_number(raw, int, "an integer", lo, hi)
 
 
 def parse_float(raw, lo: Optional[float] = None, hi: Optional[float] = None) -> float:
+    return _parse_number(raw, float, "a number", lo, hi)
+
+
+def _parse_number(raw, cast, what: str, lo, hi):
+    """`cast` of the text (NaN refused), within [lo, hi] where given."""
     text = str(raw).strip()
     try:
-        value = float(text)
+        value = cast(text)
     except ValueError:
-        raise BadValue(f"expected a number, got {text!r}") from None
+        raise BadValue(f"expected {what}, got {text!r}") from None
     if value != value:
-        raise BadValue(f"expected a number, got {text!r}")
+        raise BadValue(f"expected {what}, got {text!r}")
     _check_range(value, text, lo, hi)
     return value
 
