@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Optional, Protocol
 
 from . import engine_options as eo
-from .errors import BackendError, GpuOutOfMemoryError, Lc0RocmError, PositionError, one_line
+from .errors import BackendError, GpuOutOfMemoryError, Lc0RocmError, one_line
 from .search.limits import GoParams
 
 NET_KEYS = ("WeightsFile", "Backend", "BackendOptions")
@@ -174,7 +174,7 @@ class Engine:
         from .encoding.position import parse_position
 
         chess960 = bool(self.opt("UCI_Chess960"))
-        history = parse_position(fen, moves) if not chess960 else _parse_position_960(fen, moves)
+        history = parse_position(fen, moves, chess960)
         board = history.board.copy(stack=False)
         board.chess960 = chess960
         return Position(fen, list(moves), history, chess960, board)
@@ -792,24 +792,3 @@ def max_batch_option(options: str) -> int:
         return int_option(parse_backend_options(options), "max_batch", DEFAULT_MAX_BATCH)
     except BackendError:
         return DEFAULT_MAX_BATCH
-
-
-def _parse_position_960(fen: Optional[str], moves: list[str]):
-    """History of a Chess960 game (castling given as king-takes-rook)."""
-    import chess
-
-    from .encoding.history import History
-
-    text = chess.STARTING_FEN if fen is None else " ".join(fen.split())
-    try:
-        board = chess.Board(text, chess960=True)
-    except ValueError as e:
-        raise PositionError(f"invalid FEN '{text}': {one_line(e)}") from None
-    if not board.is_valid():
-        raise PositionError(f"illegal FEN '{text}'")
-    for n, tok in enumerate(moves, 1):
-        try:
-            board.push(board.parse_uci(tok))
-        except ValueError:
-            raise PositionError(f"illegal move '{tok}' (move {n}) in position '{board.fen()}'") from None
-    return History.from_board(board)

@@ -31,13 +31,14 @@ _STATUS_TEXT = (
 )
 
 
-def parse_board(fen: Optional[str]) -> chess.Board:
-    """A validated python-chess board from a FEN (None or "startpos" = the start position)."""
+def parse_board(fen: Optional[str], chess960: bool = False) -> chess.Board:
+    """A validated python-chess board from a FEN (None or "startpos" = the start position);
+    `chess960`: castling rights and moves in Chess960's notation (king takes rook)."""
     if fen is None or fen.strip() in ("", "startpos"):
-        return chess.Board()
+        return chess.Board(chess960=chess960)
     fen = one_line(fen)
     try:
-        board = chess.Board(fen)
+        board = chess.Board(fen, chess960=chess960)
     except ValueError as e:
         raise PositionError(f"invalid FEN '{fen}': {one_line(e)}") from None
     status = board.status()
@@ -47,9 +48,10 @@ def parse_board(fen: Optional[str]) -> chess.Board:
     return board
 
 
-def parse_position(fen: Optional[str], moves: Iterable[str] = ()) -> History:
-    """History from a FEN (None = start position) and UCI moves (absolute notation, e.g. e2e4, e7e8q)."""
-    board = parse_board(fen)
+def parse_position(fen: Optional[str], moves: Iterable[str] = (), chess960: bool = False) -> History:
+    """History from a FEN (None = start position) and UCI moves (absolute notation, e.g. e2e4, e7e8q;
+    with `chess960`, castling as king takes rook)."""
+    board = parse_board(fen, chess960)
     root_ep = -1 if board.ep_square is None else board.ep_square & 7
     node = PositionState.from_board(board, None, ep_file=root_ep)
     for n, tok in enumerate(moves, 1):
