@@ -79,8 +79,9 @@ def _vmrss_bytes(pid: int) -> int:
     return 0
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident memory of `pid` and its descendants (a wrapper script's engine counts too)."""
+def rss_bytes(pid: int, descendants: bool = True) -> int:
+    """Resident memory of `pid` and (`descendants`) its child processes, theirs too (a wrapper
+    script's engine counts)."""
     try:
         import psutil
     except ImportError:
@@ -88,7 +89,7 @@ def rss_bytes(pid: int) -> int:
     if psutil is not None:
         try:
             p = psutil.Process(pid)
-            procs = [p] + p.children(recursive=True)
+            procs = [p] + (p.children(recursive=True) if descendants else [])
             return sum(q.memory_info().rss for q in procs)
         except psutil.Error:
             return 0
@@ -99,7 +100,8 @@ def rss_bytes(pid: int) -> int:
             continue
         seen.add(q)
         total += _vmrss_bytes(q)
-        todo.extend(_children(q))
+        if descendants:
+            todo.extend(_children(q))
     return total
 
 
