@@ -329,7 +329,10 @@ def test_ctrl_c_leaves_whole_games_and_resume_completes(tmp_path):
     write_pgn(tmp_path / "g.pgn", many)
     cmd = [sys.executable, "-m", "lc0_rocm.cli", "analyse", "--backend", "cpu", tmp_path / "g.pgn",
            "--batch-size", "16", "--jsonl", tmp_path / "o.jsonl"]
-    p = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as from a terminal: a test run started in the background (`cmd &` in a script, as CI may
+    # start it) hands its children SIGINT ignored, and Python then never raises KeyboardInterrupt
+    p = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and p.poll() is None:
         if os.path.exists(tmp_path / "o.jsonl") and os.path.getsize(tmp_path / "o.jsonl") > 0:
