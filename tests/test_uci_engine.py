@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from concurrent.futures import ThreadPoolExecutor
+
 import chess
 import chess.engine
 import chess.syzygy
@@ -464,11 +466,14 @@ def test_plays_lc0s_move_at_one_node():
     ours = chess.engine.SimpleEngine.popen_uci(engine_cmd(*args), timeout=60)
     theirs = chess.engine.SimpleEngine.popen_uci([lc0, f"--weights={MAIA}", "--backend=eigen"], timeout=60)
     try:
+        def moves(engine):
+            return [engine.play(board, chess.engine.Limit(nodes=1), game=k).move for k, board in enumerate(boards)]
+
+        with ThreadPoolExecutor(2) as pool:  # both engines at once: the test waits for the slower alone
+            mine, lc0s = pool.map(moves, (ours, theirs))
         agree = 0
         diffs = []
-        for k, board in enumerate(boards):
-            a = ours.play(board, chess.engine.Limit(nodes=1), game=k).move
-            b = theirs.play(board, chess.engine.Limit(nodes=1), game=k).move
+        for board, a, b in zip(boards, mine, lc0s):
             agree += a == b
             if a != b:
                 diffs.append((board.fen(), a.uci(), b.uci()))
