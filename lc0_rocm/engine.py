@@ -255,7 +255,7 @@ class Engine:
         prepare_backend(self.evaluator, minibatch)
         if bg is None:
             self.r.note("compiling the search for this machine in the background (first start "
-                        "only, about a minute); until then a go with a clock plays the policy move")
+                        "only, one to two minutes); until then a go with a clock plays the policy move")
             self.compile = Background(self.r.note)
             self.compile.begin()
         return False

@@ -1,6 +1,6 @@
 """The first start's compile, in a background process, so that the engine is ready at once.
 
-A machine's first start compiles the search (numba, about 40 s on two cores); lc0 is ready in a
+A machine's first start compiles the search (numba, about two minutes on two cores); lc0 is ready in a
 second, and GUIs and python-chess give an engine about ten seconds to answer `isready`. So the
 engine does not wait: `Background.begin()` starts this module as a process of its own, which
 compiles every entry point (`warm_up` on the bundled net and the CPU backend: the argument types a

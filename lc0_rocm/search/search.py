@@ -777,7 +777,7 @@ def prepare_backend(evaluator: NNEvaluator, minibatch: int = 0) -> None:
 
 def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0) -> None:
     """Get a search ready before a GUI's first `go`: `prepare_backend`, and every compiled entry
-    point runs once with the types a real search uses (compiles the search, about a minute on a
+    point runs once with the types a real search uses (compiles the search, one to two minutes on a
     first start, or loads it from the disk cache). Uses its own tree and NN cache; the backend
     evaluates a few positions."""
     from ..encoding.position import parse_position
