@@ -98,8 +98,13 @@ def suite(n: int = 512, seed: int = 20260427) -> list[tuple[str, tuple[str, ...]
 
 def boards(n: int = 512, seed: int = 20260427) -> list[chess.Board]:
     """The suite as python-chess boards with their move stacks (the encoder's history)."""
+    return to_boards(suite(n, seed))
+
+
+def to_boards(positions) -> list[chess.Board]:
+    """(FEN, UCI moves) pairs, as `suite` gives them, as python-chess boards with their move stacks."""
     result = []
-    for fen, moves in suite(n, seed):
+    for fen, moves in positions:
         board = chess.Board(fen)
         for uci in moves:
             board.push_uci(uci)

@@ -29,8 +29,8 @@ SEARCH_FREE = frozenset({
 })
 
 
-def _search_free(path) -> bool:
-    return Path(str(path)).name in SEARCH_FREE
+def _search_free(path: Path) -> bool:
+    return path.name in SEARCH_FREE
 
 
 def pytest_collection_modifyitems(config, items):
@@ -48,8 +48,7 @@ def pytest_collection_finish(session):
     from lc0_rocm.search import jit, precompile
 
     if not all(_search_free(item.path) for item in session.items) and not jit.is_compiled():
-        jit.cache_dir().mkdir(parents=True, exist_ok=True)
-        precompile.start_process(jit.cache_dir() / "compile.log")  # as an engine's first start does
+        precompile.start_process()  # as an engine's first start does
 
 
 def pytest_sessionfinish(session):

@@ -151,11 +151,7 @@ def test_position_suite_is_legal_varied_and_stable():
     assert validation_positions.suite(5) == list(validation_positions.CURATED[:5])
     boards = validation_positions.boards(60)  # the suite's positions as boards (the first 60: each call replays the games)
     assert [(b.root().fen(), tuple(m.uci() for m in b.move_stack)) for b in boards] == suite[:60]
-    boards = []
-    for fen, moves in suite:
-        boards.append(chess.Board(fen))
-        for uci in moves:
-            boards[-1].push_uci(uci)
+    boards = validation_positions.to_boards(suite)
     black = sum(not b.turn for b in boards)
     assert 200 < black < 400
     assert sum(any(m.promotion for m in b.legal_moves) for b in boards) >= 8

@@ -123,16 +123,19 @@ def main(argv: Optional[list] = None) -> int:
     return 0
 
 
-def start_process(log: Optional[Path] = None) -> subprocess.Popen:
-    """`main` in a process of its own session (it outlives the engine), stdout and stderr to `log`."""
+def log_path() -> Path:
+    """Where the background compile writes its output: beside the cache."""
+    return jit.cache_dir() / "compile.log"
+
+
+def start_process() -> subprocess.Popen:
+    """`main` in a process of its own session (it outlives the engine), stdout and stderr appended
+    to `log_path()` (the cache folder is made if needed)."""
     code = _run_here("from lc0_rocm.search.precompile import main; sys.exit(main(['--quiet']))")
-    out = open(log, "ab") if log is not None else subprocess.DEVNULL
-    try:
+    jit.cache_dir().mkdir(parents=True, exist_ok=True)
+    with open(log_path(), "ab") as out:
         return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=out, env=_child_env(), start_new_session=True, close_fds=True)
-    finally:
-        if log is not None:
-            out.close()
 
 
 class Background:
@@ -151,15 +154,14 @@ class Background:
             return
         proc = None
         try:
-            jit.cache_dir().mkdir(parents=True, exist_ok=True)
-            proc = start_process(jit.cache_dir() / "compile.log")
+            proc = start_process()
         except OSError as e:
             self.note(f"cannot start the background compile ({e}); the search compiles at the first go")
         self._thread = threading.Thread(target=self._run, args=(proc,), name="lc0-rocm-compile", daemon=True)
         self._thread.start()
 
     def _run(self, proc: Optional[subprocess.Popen]) -> None:
-        log = jit.cache_dir() / "compile.log"
+        log = log_path()
         try:
             while proc is not None and not jit.is_compiled():
                 if proc.poll() is not None:  # done, or another process holds the lock
@@ -170,7 +172,7 @@ class Background:
                     lock = None if jit.is_compiled() else _lock(jit.cache_dir() / "compile.lock")
                     if lock is not None:  # nobody compiles and there is no marker: once more, ours
                         lock.close()
-                        proc = start_process(log)
+                        proc = start_process()
                 time.sleep(POLL_S)
             if proc is None:
                 return
