@@ -13,13 +13,13 @@ import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import chess
 import chess.pgn
 import pytest
 
 from lc0_rocm.analyse.records import pgn_eval, wdl_per_mille
+from side_by_side import side_by_side
 
 START_960_FREE = "r3k2r/pppq1ppp/2npbn2/4p3/4P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 8"
 TOL = 2e-5  # the CPU backend's results depend on the batch a position is in, in the last bits
@@ -268,10 +268,8 @@ def test_plots(tmp_path, games):
 def test_search_mode(tmp_path, games):
     write_pgn(tmp_path / "g.pgn", games[:1])
     args = [tmp_path / "g.pgn", "--nodes", "12", "--plies", "1-6", "--blunder", "0.3"]
-    with ThreadPoolExecutor(1) as pool:  # the two runs side by side
-        other = pool.submit(analyse, *args, "--jsonl", tmp_path / "b.jsonl")
-        analyse(*args, "--jsonl", tmp_path / "a.jsonl", "--pgn-out", tmp_path / "a.pgn")
-        other.result()
+    side_by_side(lambda: analyse(*args, "--jsonl", tmp_path / "a.jsonl", "--pgn-out", tmp_path / "a.pgn"),
+                 lambda: analyse(*args, "--jsonl", tmp_path / "b.jsonl"))
     recs = read_jsonl(tmp_path / "a.jsonl")
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()  # deterministic
     from lc0_rocm.analyse.records import keys
@@ -303,11 +301,9 @@ def test_bad_arguments_are_one_line(tmp_path, games):
 def test_resume_after_a_kill_mid_write(tmp_path, games):
     write_pgn(tmp_path / "g.pgn", games)
     out = ["--jsonl", tmp_path / "o.jsonl", "--pgn-out", tmp_path / "o.pgn", "--csv", tmp_path / "o.csv"]
-    with ThreadPoolExecutor(1) as pool:  # the reference run beside the first part
-        ref = pool.submit(analyse, tmp_path / "g.pgn", "--jsonl", tmp_path / "ref.jsonl", "--pgn-out",
-                          tmp_path / "ref.pgn", "--csv", tmp_path / "ref.csv")
-        analyse(tmp_path / "g.pgn", *out, "--max-games", "2")
-        ref.result()
+    side_by_side(lambda: analyse(tmp_path / "g.pgn", "--jsonl", tmp_path / "ref.jsonl", "--pgn-out",  # the reference
+                                 tmp_path / "ref.pgn", "--csv", tmp_path / "ref.csv"),
+                 lambda: analyse(tmp_path / "g.pgn", *out, "--max-games", "2"))  # beside the first part
     with open(tmp_path / "o.jsonl", "a") as f:  # what a kill in the middle of game 3 leaves
         f.write('{"game": 3, "ply": 1, "fen": "rnbq')
     with open(tmp_path / "o.pgn", "a") as f:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import re
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from lc0_oracle import require_lc0
 from uci_pipe import UciPipe
 from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR, require_shared
+from side_by_side import side_by_side
 
 pytestmark = pytest.mark.oracle
 
@@ -86,11 +86,9 @@ def _same_columns(a: str, b: str) -> bool:
 
 def compare_with_lc0(options, cases, extra_lc0_flags=(), tables=True, net=None):
     maia = net or require_shared(SHARED_WEIGHTS_DIR / "maia-1900.pb.gz")
-    with ThreadPoolExecutor(2) as pool:  # the two engines side by side (one search thread each)
-        lc0 = pool.submit(_run, [require_lc0(), f"--weights={maia}", "--backend=eigen", *extra_lc0_flags],
-                          options, cases)
-        ours = _run([sys.executable, "-m", "lc0_rocm.cli", "-w", str(maia), "-b", "cpu"], options, cases)
-        theirs = lc0.result()
+    theirs, ours = side_by_side(  # the two engines at once (one search thread each)
+        lambda: _run([require_lc0(), f"--weights={maia}", "--backend=eigen", *extra_lc0_flags], options, cases),
+        lambda: _run([sys.executable, "-m", "lc0_rocm.cli", "-w", str(maia), "-b", "cpu"], options, cases))
     for (pos, nodes), (lv, li, lb), (ov, oi, ob) in zip(cases, theirs, ours):
         lvis = {m.group(1): int(m.group(3)) for m in map(_STATS.match, lv) if m}
         ovis = {m.group(1): int(m.group(3)) for m in map(_STATS.match, ov) if m}
@@ -174,22 +172,25 @@ def test_out_of_order_eval_off_matches_lc0():
     maia = require_shared(SHARED_WEIGHTS_DIR / "maia-1900.pb.gz")
     cases = [("startpos moves e2e4", 200), ("fen kbK5/pp6/1P6/8/8/8/8/R7 w - - 0 1", 400),
              ("fen 8/8/8/4k3/8/8/3QK3/8 w - - 0 1", 400)]
-    pool = ThreadPoolExecutor(1)  # lc0 searches while ours does
-    lc0_run = pool.submit(_run, [require_lc0(), f"--weights={maia}", "--backend=eigen"],
-                      ["OutOfOrderEval value false", "MinibatchSize value 16"], cases)
     ev = evaluator(maia, cache_history_length=0)
     params = SearchParams(minibatch_size=16, pipeline=False, smart_pruning_factor=0, exact_node_limit=False,
                           out_of_order_eval=False)
-    mine = []
-    for pos, nodes in cases:
-        words = pos.split()
-        fen = None if words[0] == "startpos" else " ".join(words[1:7])
-        moves = words[words.index("moves") + 1:] if "moves" in words else []
-        ev.cache.clear()
-        s = search(ev, fen, moves, nodes=nodes, params=params, verbose_stats=True)
-        mine.append((s.verbose_stats_lines(), s.bestmove.uci()))
-    theirs = lc0_run.result()
-    pool.shutdown()
+
+    def our_searches():
+        mine = []
+        for pos, nodes in cases:
+            words = pos.split()
+            fen = None if words[0] == "startpos" else " ".join(words[1:7])
+            moves = words[words.index("moves") + 1:] if "moves" in words else []
+            ev.cache.clear()
+            s = search(ev, fen, moves, nodes=nodes, params=params, verbose_stats=True)
+            mine.append((s.verbose_stats_lines(), s.bestmove.uci()))
+        return mine
+
+    theirs, mine = side_by_side(  # lc0 searches while ours does
+        lambda: _run([require_lc0(), f"--weights={maia}", "--backend=eigen"],
+                     ["OutOfOrderEval value false", "MinibatchSize value 16"], cases),
+        our_searches)
     exact = 0
     for (pos, nodes), (lv, _, lb), (stats, best) in zip(cases, theirs, mine):
         ours, lc0 = _parse(stats), _parse(lv)

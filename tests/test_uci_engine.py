@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 
-from concurrent.futures import ThreadPoolExecutor
 
 import chess
 import chess.engine
@@ -24,6 +23,7 @@ import pytest
 from lc0_oracle import lc0_binary, require_lc0
 from uci_pipe import UciPipe
 from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR, require_shared
+from side_by_side import side_by_side
 
 MAIA = SHARED_WEIGHTS_DIR / "maia-1900.pb.gz"
 SMALL = WEIGHTS_DIR / "se-classical-small.pb.gz"
@@ -469,8 +469,7 @@ def test_plays_lc0s_move_at_one_node():
         def moves(engine):
             return [engine.play(board, chess.engine.Limit(nodes=1), game=k).move for k, board in enumerate(boards)]
 
-        with ThreadPoolExecutor(2) as pool:  # both engines at once: the test waits for the slower alone
-            mine, lc0s = pool.map(moves, (ours, theirs))
+        mine, lc0s = side_by_side(lambda: moves(ours), lambda: moves(theirs))
         agree = 0
         diffs = []
         for board, a, b in zip(boards, mine, lc0s):

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from netpaths import WEIGHTS_DIR
 from uci_pipe import UciPipe
+from side_by_side import side_by_side
 
 NET = WEIGHTS_DIR / "se-classical-small.pb.gz"
 
@@ -51,9 +51,10 @@ def _field(line: str, key: str) -> int:
 
 def test_ram_limit_stops_the_search():
     """With RamLimitMb the search ends when tree and NN cache reach the limit, long before `go nodes`."""
-    with ThreadPoolExecutor(2) as pool:  # the two engines side by side
-        small, large = pool.map(lambda mb: _searches(_session([f"setoption name RamLimitMb value {mb}", "isready",
-                                                               "go nodes 400000"])), (2, 4))
+    def limited(mb):
+        return lambda: _searches(_session([f"setoption name RamLimitMb value {mb}", "isready", "go nodes 400000"]))
+
+    small, large = side_by_side(limited(2), limited(4))  # the two engines at once
     (infos, best), = small
     nodes = _field(infos[-1], "nodes")
     assert best.startswith("bestmove ") and 1000 < nodes < 400000, nodes
