@@ -117,8 +117,9 @@ SPECS: tuple[Spec, ...] = (
     _b("Ponder", False, help="the GUI may ask the engine to ponder"),
     _s("SyzygyPath", "", "syzygy-paths", f"Syzygy tablebase folders, separated by '{os.pathsep}'", short="s"),
     _b("SyzygyFastPlay", False, "syzygy-fast-play", "with DTZ tables, only the winning moves of shortest DTZ"),
-    _i("Threads", 0, 0, 128, "threads", "search threads as lc0 counts them: the batches in flight at once "
-       "(1: each batch gathered after the last one is evaluated, lc0's deterministic setting; 0: automatic, 2)",
+    _i("Threads", 0, 0, 128, "threads", "search threads on one tree, each with a batch of its own (1: each "
+       "batch gathered after the last one is evaluated, lc0's deterministic setting; 0: automatic, up to 3 "
+       "on a host with more than two cores and a GPU, else one thread keeping two batches in flight)",
        short="t"),
     _i("MinibatchSize", 0, 0, 1024, "minibatch-size", "positions per NN batch; 0: the backend's choice"),
     _f("CPuct", 1.745, 0.0, 100.0, "cpuct", "exploration constant of PUCT"),

@@ -382,7 +382,7 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", "-b", default="cpu", help=f"{', '.join(BACKEND_NAMES)} (default cpu)")
     ap.add_argument("--backend-opts", "-o", default="", help="lc0-style backend options")
     ap.add_argument("--minibatch", type=int, default=0, help="MinibatchSize (0: the backend's suggestion)")
-    ap.add_argument("--threads", type=int, default=0, help="Threads (batches in flight; 0: automatic, 1: none)")
+    ap.add_argument("--threads", type=int, default=0, help="Threads (search threads; 0: automatic, 1: one batch at a time)")
     ap.add_argument("--nodes", type=int, default=2000, help="go nodes N per position (default 2000)")
     ap.add_argument("--positions", type=int, default=len(POSITIONS), help=f"bench positions (1..{len(POSITIONS)})")
     ap.add_argument("--repeat", type=int, default=3, help="timed repetitions (median reported)")

@@ -32,6 +32,9 @@ class Backend(ABC):
     """Evaluates batches of packed positions with one network."""
 
     name: str = "?"
+    # evaluate() may run on several threads at once and needs no core of its own (each search thread
+    # then evaluates its batches itself: lc0's random and trivial backends)
+    concurrent: bool = False
 
     def __init__(self, net: NetDescription):
         self.net = net

@@ -107,6 +107,8 @@ def input_mode(opts: dict[str, str]) -> int:
 class RandomBackend(Backend):
     """lc0's `random` backend (see the module docstring); `net` gives only what the engine reports."""
 
+    concurrent = True  # compiled, GIL released, no state: each search thread evaluates its own batches
+
     name = "random"
 
     def __init__(self, net: NetDescription, opts: dict[str, str]):

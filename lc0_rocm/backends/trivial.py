@@ -77,6 +77,8 @@ def trivial_q(masks, pieces, kings, kings_endgame, q):
 class TrivialBackend(Backend):
     """lc0's `trivial` backend (see the module docstring)."""
 
+    concurrent = True  # compiled, GIL released, no state: each search thread evaluates its own batches
+
     name = "trivial"
 
     def __init__(self, net: NetDescription, opts: dict[str, str]):

@@ -21,6 +21,7 @@ from . import score as sc
 from .batch import (MAX_MOVES, S_BATCHES, S_CUM_DEPTH, S_IN_FLIGHT, S_MAX_DEPTH, S_NN_EVALS, S_PLAYOUTS,
                     S_REVERTED, TB_RESULT)
 from .jit import jit
+from .spinlock import fetch_add
 from .params import P_CONTEMPT_BLACK, P_DRAW_SCORE, P_STICKY, P_TEMPERATURE, P_WDL_DIFF, P_WDL_MAX_S, P_WDL_RATIO
 from .tree import DRAW, END_OF_GAME, LOSS, M_ETOP, M_ROOT, NON_TERMINAL, TABLEBASE, TWO_FOLD, WIN, make_not_terminal
 
@@ -36,7 +37,7 @@ def cancel_path(t, node, visits, root):
     """Take `visits` visits in flight back from `node` and its ancestors up to the root (negative:
     add them); nothing for a row above the root."""
     while node >= root:
-        t.nif[node] -= visits
+        fetch_add(t.nif, node, -visits)
         if node == root:
             break
         node = t.parent[node]
@@ -225,7 +226,7 @@ def defer(b, s, node, depth, kind, q, d, m, pos):
     b.dval[k, 2] = m
     b.dpos[k] = pos
     b.dcount[0] = k + 1
-    s[S_IN_FLIGHT] += 1
+    fetch_add(s, S_IN_FLIGHT, 1)
 
 
 @jit
@@ -349,8 +350,7 @@ def priors(p, b, j, n, policy, idx_tab, w2):
 def add_edges(t, b, j, node, n, w2):
     """The edges of `node` (batch row j) in w2.order, with their priors; the cache entry's order and
     16-bit priors into w2.sorted_order / sorted_packed."""
-    fe = t.meta[M_ETOP]
-    t.meta[M_ETOP] = fe + n
+    fe = fetch_add(t.meta, M_ETOP, n)
     for k in range(n):
         o = w2.order[k]
         t.e_code[fe + k] = b.codes[j, o]

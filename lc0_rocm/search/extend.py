@@ -22,6 +22,7 @@ from . import rules
 from .backup import make_terminal, rescale_value
 from .batch import S_CACHE_HITS, S_IN_FLIGHT, TB_PENDING
 from .jit import jit
+from .spinlock import fetch_add
 from .params import P_CACHE_HISTORY, P_FILL, P_INPUT_FORMAT, P_TB_PIECES, P_TWO_FOLD
 from .tree import DRAW, END_OF_GAME, M_960, M_ETOP, M_STARTPOS, NON_TERMINAL, TWO_FOLD, WIN
 
@@ -144,8 +145,7 @@ def expand_from_cache(t, c, node, slot, codes):
     """Edges of `node` from a cache entry (moves in generator order `codes`)."""
     cnt = c.count[slot]
     off = nncache.entry_offset(c, slot)
-    fe = t.meta[M_ETOP]
-    t.meta[M_ETOP] = fe + cnt
+    fe = fetch_add(t.meta, M_ETOP, cnt)
     for k in range(cnt):
         t.e_code[fe + k] = codes[c.order[off + k]]
         t.e_p[fe + k] = unpack_prior(c.prior[off + k])
@@ -159,7 +159,7 @@ def expand_from_cache(t, c, node, slot, codes):
 def cache_hit(t, s, p, c, node, slot, codes, dq):
     """Expand `node` from cache entry `slot`; dq = (1, q, d, m) for its out-of-order backup. Returns 0."""
     expand_from_cache(t, c, node, slot, codes)
-    s[S_CACHE_HITS] += 1
+    fetch_add(s, S_CACHE_HITS, 1)
     dq[0] = 1.0
     t.v[node] = -np.float64(c.qdm[slot, 0])  # the network's own value (VerboseMoveStats' V), before rescaling
     q, d = rescale_value(t, p, node, np.float64(c.qdm[slot, 0]), np.float64(c.qdm[slot, 1]))
@@ -223,8 +223,7 @@ def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, key
         keys[i] = key
         if tb == 0 and _cache_hit(c, key, info, i):
             return
-    tr = enc.encode(node, t.parent, t.bbs, t.castling, t.black, t.ep, t.rule50, t.reps, t.meta[M_STARTPOS] != 0,
-                    int(p[P_INPUT_FORMAT]), int(p[P_FILL]), masks[row], values[row])
+    tr = encode_leaf(t, p, node, masks, values, row)
     info[i, 3] = tr
     if hist >= 7:
         # the transform is part of the key: a position and its mirror image encode alike
@@ -233,6 +232,13 @@ def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, key
         if tb == 0 and _cache_hit(c, key, info, i):
             return
     info[i, 0] = LEAF_BATCH
+
+
+@jit
+def encode_leaf(t, p, node, masks, values, row):
+    """The input planes of `node` into masks/values[row]; returns the canonical transform."""
+    return enc.encode(node, t.parent, t.bbs, t.castling, t.black, t.ep, t.rule50, t.reps, t.meta[M_STARTPOS] != 0,
+                      int(p[P_INPUT_FORMAT]), int(p[P_FILL]), masks[row], values[row])
 
 
 @jit
@@ -261,7 +267,7 @@ def commit_leaf(t, s, p, c, b, node, depth, j, codes, masks, values, row, info, 
     b.ncodes[j] = ncodes
     for k in range(ncodes):
         b.codes[j, k] = codes[k]
-    s[S_IN_FLIGHT] += 1
+    fetch_add(s, S_IN_FLIGHT, 1)
     return 1
 
 

@@ -134,13 +134,19 @@ class NNCache:
         self.size = max(0, int(size))
         self.arrays = new_cache(self.size)
 
+    def needs_room(self, new_entries: int) -> bool:
+        """Whether `make_room(new_entries)` would grow the table."""
+        a = self.arrays
+        slots = len(a.keys)
+        return not (a.meta[2] < 0 or slots >= _slots_for(self.size) or 2 * (int(a.meta[3]) + new_entries) <= slots)
+
     def make_room(self, new_entries: int) -> None:
         """Double the table (up to the capacity) while `new_entries` more would fill it over half."""
+        if not self.needs_room(new_entries):
+            return
         a = self.arrays
         slots = len(a.keys)
         limit = _slots_for(self.size)
-        if a.meta[2] < 0 or slots >= limit or 2 * (int(a.meta[3]) + new_entries) <= slots:
-            return
         while slots < limit and 2 * (int(a.meta[3]) + new_entries) > slots:
             slots *= 2
         bigger = new_cache(self.size, slots)

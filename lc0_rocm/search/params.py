@@ -11,7 +11,9 @@ one float64 array for the compiled worker (indices `P_*`). `collision_budget` an
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -52,7 +54,7 @@ class SearchParams:
     two_fold_draws: bool = _d("TwoFoldDraws")
     sticky_endgames: bool = _d("StickyEndgames")
     pipeline: bool = True  # gather the next batch while the backend evaluates this one
-    threads: int = _d("Threads")  # lc0's Threads: batches in flight with pipelining (0: automatic, 2)
+    threads: int = _d("Threads")  # lc0's Threads: search threads (0: automatic, see search_threads)
     multipv: int = _d("MultiPV")
     moves_left_max_effect: float = _d("MovesLeftMaxEffect")
     moves_left_threshold: float = _d("MovesLeftThreshold")
@@ -111,14 +113,28 @@ class SearchParams:
         return p
 
 
-AUTO_THREADS = 2  # lc0's Threads 0 with a backend not on the CPU: one thread + 1
+AUTO_THREADS = 2  # batches in flight of the one search thread (Threads 0 where it stays one thread)
+AUTO_LANES = 3  # lc0's Threads 0 on a host with more than two cores: search threads (measured: docs/perf.md)
+
+
+def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -> int:
+    """Search threads sharing the tree (lc0's Threads). Threads 1 is one thread with one batch in
+    flight (lc0's tree, visit for visit); N > 1 is N threads, each with a batch of its own. Threads 0
+    (automatic) is one thread with two batches in flight on a host of two cores or with a backend that
+    computes on the host (the cpu backend), else AUTO_LANES threads, leaving a core free."""
+    if params.threads >= 1 or not params.pipeline:
+        return max(1, params.threads) if params.pipeline else 1
+    cores = cores or os.cpu_count() or 1
+    if cores <= 2 or not (backend.is_async or getattr(backend, "concurrent", False)):
+        return 1
+    return min(AUTO_LANES, cores - 1)
 
 
 def batches_in_flight(params: SearchParams) -> int:
-    """Batches a search keeps in flight: 1 without pipelining (Threads 1), else Threads (0: 2)."""
-    if not params.pipeline:
+    """Batches the one search thread keeps in flight: 1 without pipelining (Threads 1), else 2."""
+    if not params.pipeline or params.threads == 1:
         return 1
-    return max(1, params.threads or AUTO_THREADS)
+    return AUTO_THREADS
 
 
 def suggested_minibatch(backend) -> int:

@@ -22,6 +22,7 @@ from . import score as sc
 from .backup import cancel_path, draw_score_at, revert_two_fold
 from .batch import INT_MAX
 from .jit import jit, jit_alloc
+from .spinlock import cas, fetch_add
 from .params import (P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FPU, P_FPU_ABSOLUTE, P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT,
                      P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC, P_ML_SCALED, P_ML_SLOPE, P_ML_THRESHOLD, P_MLH)
 from .tree import M_ROOT, M_TOP, NON_TERMINAL, TWO_FOLD, init_node
@@ -91,11 +92,12 @@ def new_child(t, node, i):
     """Row of the child at edge i of `node`, created on first use."""
     e = t.first_edge[node] + i
     c = t.e_child[e]
-    if c < 0:
-        c = t.meta[M_TOP]
-        t.meta[M_TOP] = c + 1
+    if c < 0:  # a new row, published once written; a thread that lost the race leaves its row unused
+        c = fetch_add(t.meta, M_TOP, 1)
         init_node(t, c, node, i)
-        t.e_child[e] = c
+        first = cas(t.e_child, e, -1, c)
+        if first >= 0:
+            c = first
     return c
 
 
@@ -147,7 +149,7 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, w):
     root = t.meta[M_ROOT]
     if t.n[root] == 0 or t.term[root] != NON_TERMINAL:
         return pick_root_leaf(t, root, limit, w)
-    t.nif[root] += limit
+    fetch_add(t.nif, root, limit)
     want_estimate = limit == 1
     max_limit = INT_MAX
     nout = 0
@@ -183,7 +185,7 @@ def pick_root_leaf(t, root, limit, w):
     nout = 0
     cur = limit
     if not (t.n[root] == 0 and t.nif[root] > 0):
-        t.nif[root] += 1
+        fetch_add(t.nif, root, 1)
         cur -= 1
         nout = emit(w, nout, root, 1, 0, 0)
     if cur > 0:
@@ -269,9 +271,11 @@ def descend(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, w
         if t.term[child] == TWO_FOLD and depth < t.m[child]:
             revert_two_fold(t, s, child, depth, root)
         depth += 1
-        if t.n[child] == 0 and t.nif[child] > 0:  # collision
+        if t.n[child] == 0 and fetch_add(t.nif, child, 1) > 0:  # collision
+            fetch_add(t.nif, child, -1)
             return emit(w, nout, child, depth, 1, max_limit if (want_estimate and max_limit > 1) else 0), max_limit
-        t.nif[child] += 1
+        if t.n[child] != 0:
+            fetch_add(t.nif, child, 1)
         if t.n[child] == 0 or t.term[child] != NON_TERMINAL:
             return emit(w, nout, child, depth, 0, 0), max_limit
         node = child
@@ -323,20 +327,22 @@ def share(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, cur
         child = new_child(t, node, best_i)
         if t.term[child] == TWO_FOLD and depth < t.m[child]:
             revert_two_fold(t, s, child, depth, root)
-        if t.n[child] == 0 and t.nif[child] > 0:
+        if t.n[child] == 0 and fetch_add(t.nif, child, 1) > 0:
             # collision: lc0's next rounds pick this child again and again with the same
             # estimate: every visit left waits at it
+            fetch_add(t.nif, child, -1)
             vtp[best_i] += cur_limit
             cur_limit = 0
             break
+        if t.n[child] != 0:
+            fetch_add(t.nif, child, 1)
         vtp[best_i] += new_visits
         cur_limit -= new_visits
-        t.nif[child] += 1
         was_unstarted = started[best_i] == 0
         started[best_i] += 1
         new_visits -= 1
         if t.n[child] > 0 and t.term[child] == NON_TERMINAL:
-            t.nif[child] += new_visits
+            fetch_add(t.nif, child, new_visits)
             started[best_i] += new_visits
         else:
             vtp[best_i] -= 1

@@ -8,7 +8,10 @@ extension and backup modules it calls). In its own thread a `Search` repeats:
   3. collect the oldest batch, expand its leaves and back their values up (`backup.apply`);
   4. ask the `Stopper` (time, nodes, depth, smart pruning) whether to stop; send `info` lines.
 Without pipelining (Threads 1) each batch is gathered, evaluated and applied before the next: then
-the tree is lc0's visit for visit (tests/test_search.py).
+the tree is lc0's visit for visit (tests/test_search.py). With Threads > 1 (and Threads 0 on a host
+with cores to spare, `params.search_threads`) several threads share the tree instead, as lc0's search
+threads do: each gathers, evaluates and applies batches of its own (`_run_lanes`,
+search/shared_worker.py), and this one also asks the stoppers and sends the info lines.
 
 A `stop` before the root has been evaluated waits for that one evaluation, so the move played is
 always one the search looked at. The best move is the most visited root child (shorter proven win /
@@ -18,6 +21,7 @@ of highest prior, like lc0.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import threading
@@ -38,12 +42,15 @@ from . import batch as bt
 from . import pick as pk
 from . import rules
 from . import score as sc
+from . import shared_worker as sw
+from . import spinlock
 from . import worker as wk
 from .evaluator import NNEvaluator
-from .params import P_TB_PIECES, SearchParams, batches_in_flight, collision_budget, suggested_minibatch
+from .params import (P_TB_PIECES, SearchParams, batches_in_flight, collision_budget, search_threads,
+                     suggested_minibatch)
 from .limits import IterationStats, SearchLimits
 from .stoppers import Stopper
-from .tree import DRAW, LOSS, TABLEBASE, WIN, NodeTree, NodeView
+from .tree import DRAW, LOSS, M_TOP, TABLEBASE, WIN, NodeTree, NodeView
 
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _INT_MAX = 2**31 - 1
@@ -99,6 +106,54 @@ class _Slot:
     def planes(self) -> PackedPlanes:
         a, k = self.arrays, self.count
         return PackedPlanes(a.masks[:k], a.values[:k], a.transform[:k])
+
+
+class _Lane:
+    """One of several search threads sharing the tree: its batch buffer and scratch arrays."""
+
+    __slots__ = ("slot", "work", "apply_work")
+
+    def __init__(self, capacity: int, max_ooo: int):
+        self.slot = _Slot(capacity)
+        self.work = wk.new_work(max(capacity, max_ooo), 64)
+        self.apply_work = bk.new_apply_work()
+
+
+class _Gate:
+    """Search threads sharing the tree pass through `inside` around each compiled call on it; making
+    room (the tree's or the cache's arrays replaced by larger ones) waits until no thread is inside,
+    and no thread enters meanwhile."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._inside = 0
+        self._growing = False
+
+    @contextlib.contextmanager
+    def inside(self, has_room: Callable[[], bool], make_room: Callable[[], None]):
+        with self._cond:
+            while True:
+                if self._growing:
+                    self._cond.wait()
+                    continue
+                if has_room():
+                    break
+                self._growing = True
+                try:
+                    while self._inside > 0:
+                        self._cond.wait()
+                    make_room()
+                finally:
+                    self._growing = False
+                    self._cond.notify_all()
+            self._inside += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._inside -= 1
+                if self._inside == 0:
+                    self._cond.notify_all()
 
 
 class AutoInline:
@@ -182,6 +237,8 @@ class Search:
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
         self._done = threading.Event()
+        self._tb_lock = threading.Lock()  # the tablebases' probes, one thread at a time
+        self._lanes: list[_Lane] = []  # several search threads sharing the tree (see _run_lanes)
         self._thread: Optional[threading.Thread] = None
         self.start_time = time.monotonic()
         self.limits_origin = self.start_time
@@ -280,9 +337,13 @@ class Search:
         pipeline = self.params.pipeline
         self._max_in_flight = batches_in_flight(self.params)
         cap = self.minibatch
+        self._max_ooo = max(1, int(self.params.max_out_of_order_factor * self.minibatch))
+        lanes = search_threads(self.params, self.ev.backend)
+        if lanes > 1:
+            self._run_lanes(lanes)
+            return
         self._slots = [_Slot(cap) for _ in range(self._max_in_flight + 1)]
         self._in_flight: deque = deque()
-        self._max_ooo = max(1, int(self.params.max_out_of_order_factor * self.minibatch))
         self._work = wk.new_work(max(cap, self._max_ooo), 64)
         self._apply_work = bk.new_apply_work()
         allowed, use_allowed = self._root_allowed()
@@ -360,6 +421,122 @@ class Search:
                     return
             self._maybe_send_info()
 
+    # ---- several search threads on one tree (lc0's Threads > 1)
+    def _run_lanes(self, count: int) -> None:
+        """`count` search threads (this one and count - 1 more), each gathering, evaluating and backing
+        up batches of its own on the shared tree (search/shared_worker.py) until the stoppers, a
+        `stop` or an error end the search; `go infinite` and ponder then wait here as in `_loop`."""
+        self._lock_word = spinlock.new_lock()
+        self._cache_lock = spinlock.new_lock()
+        self._gate = _Gate()
+        self._halt = threading.Event()
+        self._halt_reason = ""
+        self._in_flight = deque()
+        self._lanes = [_Lane(self.minibatch, self._max_ooo) for _ in range(count)]
+        allowed, use_allowed = self._root_allowed()
+        root_row = self._root_row()
+        t = self.tree.arrays
+        if t.n[root_row] > 0:  # a reused tree: its stale two-fold draws undone before threads pick together
+            rows = int(t.meta[M_TOP]) - root_row + 1
+            sw.revert_stale_two_folds(t, self.stats, root_row, np.zeros(rows, np.int64), np.zeros(rows, np.int64))
+        pk.root_report(t, self._packed, allowed, use_allowed, self._edge_n, self._report)
+        if t.n[root_row] > 0:  # visits from an earlier search: the stoppers first (see _loop)
+            stop = self._check_stop()
+            if stop and not self._hold_until_stop_or_ponderhit(stop):
+                return
+        while not self._stopping() and self.tree.arrays.n[root_row] == 0:  # the root alone, first
+            if not self._lane_batch(self._lanes[0]):
+                return
+        while not self._stopping():
+            self._halt.clear()
+            self._halt_reason = ""
+            self._stop_flag[0] = 1 if self._stop.is_set() else 0
+            helpers = [threading.Thread(target=self._lane_loop, args=(lane,), name=f"search-{k + 1}", daemon=True)
+                       for k, lane in enumerate(self._lanes[1:])]
+            for h in helpers:
+                h.start()
+            try:
+                self._lane_loop(self._lanes[0], main=True)
+            finally:
+                self._halt.set()
+                self._stop_flag[0] = 1
+                for h in helpers:
+                    h.join()
+            if self.error is not None:
+                raise self.error
+            if self._stopping() or not self._hold_until_stop_or_ponderhit(self._halt_reason):
+                return
+
+    def _lane_room(self) -> tuple[int, int]:
+        """Tree rows and cache entries every search thread inside the gate at once may take: a
+        gathering's rows (x220 edges: a batch's expansion too) and two batches' entries each."""
+        rows = len(self._lanes) * (self.minibatch + self._max_ooo + 16)
+        return rows, 2 * rows
+
+    def _lanes_have_room(self) -> bool:
+        rows, entries = self._lane_room()
+        return self.tree.has_room(rows, rows * 220) and not self.ev.cache.needs_room(entries)
+
+    def _make_room_for_lanes(self) -> None:
+        rows, entries = self._lane_room()
+        self.tree.reserve(rows, rows * 220)
+        self.ev.cache.make_room(entries)
+
+    def _lane_loop(self, lane: _Lane, main: bool = False) -> None:
+        """One search thread's batches until the search halts; the `main` one (this search's own thread)
+        also asks the stoppers and sends the info lines after each of its batches (the others would
+        only wait for the GIL and the tree's lock to do the same); the first error halts every thread."""
+        try:
+            while not self._halt.is_set() and not self._stopping():
+                if not self._lane_batch(lane):
+                    break
+                if main:
+                    stop = self._locked(self._check_stop)
+                    if stop:
+                        self._halt_reason = stop
+                        self._halt.set()
+                        self._stop_flag[0] = 1
+                        break
+                    self._locked(self._maybe_send_info)
+                if self.params.nps_limit > 0:
+                    self._throttle()
+        except BaseException as e:
+            if self.error is None:
+                self.error = e
+            self._halt.set()
+            self._stop_flag[0] = 1
+            if lane.slot.count:  # its virtual loss off the tree (a reused tree must not keep it)
+                try:
+                    self._revert(lane.slot, lane)
+                except Exception:
+                    pass
+
+    def _lane_batch(self, lane: _Lane) -> bool:
+        """Gather, evaluate and back up one batch of `lane`; False when a stop came during the evaluation."""
+        slot = lane.slot
+        if self._gather(slot, lane) == 0:
+            time.sleep(0.0002)  # the tree had nothing for this thread (all in flight): let the others run
+            return True
+        backend = self.ev.backend
+        if backend.concurrent:
+            out = backend.evaluate(slot.planes())
+        else:
+            slot.pending = self.ev.submit(slot.planes())
+            out = slot.pending.result(self._stop if self.tree.arrays.n[self._root_row()] > 0 else None)
+            if out is None:
+                self._revert(slot, lane)
+                return False
+        self._apply(slot, out, lane)
+        return True
+
+    def _locked(self, read: Callable[[], object]):
+        """`read()` holding the tree's lock (the stoppers' and info lines' view of a shared tree)."""
+        sw.locked(self._lock_word)
+        try:
+            return read()
+        finally:
+            sw.released(self._lock_word)
+
     def _free_slot(self) -> _Slot:
         busy = {id(s) for s in self._in_flight}
         for s in self._slots:
@@ -408,7 +585,9 @@ class Search:
             self._max_in_flight = 1 if inline else batches_in_flight(self.params)
         return inline
 
-    def _gather(self, slot: _Slot) -> int:
+    def _gather(self, slot: _Slot, lane: Optional["_Lane"] = None) -> int:
+        """Gather a batch into `slot`: the one search thread's (`lane` None), or a lane's when several
+        search threads share the tree."""
         tree = self.tree
         root = self._root_row()
         cap = self.minibatch
@@ -421,23 +600,34 @@ class Search:
         self.remaining_playouts = self.stopper.remaining_playouts
         allowed, use_allowed = self._root_allowed()
         collisions_left = collision_budget(min(int(t.n[root]), self.remaining_playouts), self.params)
-        work = self._work
+        work = self._work if lane is None else lane.work
         if len(work.kept_node) < collisions_left + 2:
-            self._work = work = wk.new_work(len(work.out_node) - 16, max(collisions_left + 2, 2 * len(work.kept_node)))
-        grow = cap + self._max_ooo + 16
-        tree.reserve(grow, grow * 220)
-        self.ev.cache.make_room(2 * grow)  # this gathering's and the batch in flight's entries
+            work = wk.new_work(len(work.out_node) - 16, max(collisions_left + 2, 2 * len(work.kept_node)))
+            if lane is None:
+                self._work = work
+            else:
+                lane.work = work
         remaining = self.remaining_playouts
         # before the root has its evaluation a `stop` does not cut the gathering (the root is in it)
         stop_flag = self._stop_flag if t.n[root] > 0 else _NO_STOP
-        count = wk.gather(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, self._puct,
-                          allowed, use_allowed, float(remaining), cap, self._max_ooo, collisions_left,
-                          int(min(self.limits.nodes, 2**62)), stop_flag, work, self._edge_n, self._report)
+        grow = cap + self._max_ooo + 16
+        if lane is None:
+            tree.reserve(grow, grow * 220)
+            self.ev.cache.make_room(2 * grow)  # this gathering's and the batch in flight's entries
+            count = wk.gather(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, self._puct,
+                              allowed, use_allowed, float(remaining), cap, self._max_ooo, collisions_left,
+                              int(min(self.limits.nodes, 2**62)), stop_flag, work, self._edge_n, self._report)
+        else:
+            with self._gate.inside(self._lanes_have_room, self._make_room_for_lanes):
+                count = sw.gather_shared(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays,
+                                         self._puct, allowed, use_allowed, float(remaining), cap, self._max_ooo,
+                                         collisions_left, int(min(self.limits.nodes, 2**62)), stop_flag, work,
+                                         self._edge_n, self._report, self._lock_word, self._cache_lock)
         slot.count = int(count)
         if self._packed[P_TB_PIECES] > 0:
             self._probe_tablebases(slot)
         if slot.count == 0 and slot.arrays.dcount[0] > 0:
-            self._apply(slot, None)  # only terminals and cache hits kept in order (OutOfOrderEval off)
+            self._apply(slot, None, lane)  # only terminals and cache hits kept in order (OutOfOrderEval off)
         return slot.count
 
     def _probe_tablebases(self, slot: _Slot) -> None:
@@ -445,33 +635,45 @@ class Search:
         leaf a terminal when the batch is applied; a failed probe leaves it to the network."""
         b = slot.arrays
         t = self.tree.arrays
-        for j in np.flatnonzero(b.tb[:slot.count] == bt.TB_PENDING).tolist():
-            node = int(b.node[j])
-            board = rules.board_from_arrays(t.bbs[node], bool(t.black[node]), int(t.ep[node]), int(t.rule50[node]))
-            r = self.tablebases.probe_leaf(board, self.root_in_dtz)
-            b.tb[j] = 0 if r is None else bt.TB_RESULT + r
+        with self._tb_lock:
+            for j in np.flatnonzero(b.tb[:slot.count] == bt.TB_PENDING).tolist():
+                node = int(b.node[j])
+                board = rules.board_from_arrays(t.bbs[node], bool(t.black[node]), int(t.ep[node]),
+                                                int(t.rule50[node]))
+                r = self.tablebases.probe_leaf(board, self.root_in_dtz)
+                b.tb[j] = 0 if r is None else bt.TB_RESULT + r
 
-    def _apply(self, slot: _Slot, out) -> None:
+    def _apply(self, slot: _Slot, out, lane: Optional["_Lane"] = None) -> None:
         if self.first_batch_time is None:
             self.first_batch_time = time.monotonic()
         tree = self.tree
-        tree.reserve(0, slot.count * 220)
         if out is None:
             out = _NO_OUTPUTS
         mlh = out.mlh if out.mlh is not None else out.q
         allowed, use_allowed = self._root_allowed()
-        wk.apply_batch(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
-                       np.ascontiguousarray(out.policy, dtype=np.float32),
-                       np.ascontiguousarray(out.q, dtype=np.float32), np.ascontiguousarray(out.d, dtype=np.float32),
-                       np.ascontiguousarray(mlh, dtype=np.float32), out.mlh is not None, self.ev.index_tables,
-                       self._apply_work, allowed, use_allowed, self._edge_n, self._report)
+        args = (np.ascontiguousarray(out.policy, dtype=np.float32), np.ascontiguousarray(out.q, dtype=np.float32),
+                np.ascontiguousarray(out.d, dtype=np.float32), np.ascontiguousarray(mlh, dtype=np.float32),
+                out.mlh is not None, self.ev.index_tables)
+        if lane is None:
+            tree.reserve(0, slot.count * 220)
+            wk.apply_batch(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
+                           *args, self._apply_work, allowed, use_allowed, self._edge_n, self._report)
+        else:
+            with self._gate.inside(self._lanes_have_room, self._make_room_for_lanes):
+                sw.apply_shared(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
+                                *args, lane.apply_work, allowed, use_allowed, self._edge_n, self._report,
+                                self._lock_word, self._cache_lock)
         slot.count = 0
         slot.pending = None
 
-    def _revert(self, slot: _Slot) -> None:
+    def _revert(self, slot: _Slot, lane: Optional["_Lane"] = None) -> None:
         if slot.pending is not None:
             slot.pending.discard()
-        bk.revert_batch(self.tree.arrays, self.stats, slot.arrays, slot.count)
+        if lane is None:
+            bk.revert_batch(self.tree.arrays, self.stats, slot.arrays, slot.count)
+        else:
+            with self._gate.inside(lambda: True, lambda: None):
+                sw.revert_shared(self.tree.arrays, self.stats, slot.arrays, slot.count, self._lock_word)
         slot.count = 0
         slot.pending = None
 
@@ -794,7 +996,8 @@ def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False,
             # which was visited): the subtree copy compiles here, not during a game's first timed move
             h = parse_position(None, moves)
             tree.set_position("startpos", moves, h.last)
-            params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0)
+            # the second search with two threads: the shared tree's entry points compile here too
+            params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0, threads=2 if moves else 0)
             s = Search(tree, h.board, h.first, ev, params, SearchLimits(nodes=24), has_wdl=has_wdl,
                        has_mlh=has_mlh, searchmoves=list(h.board.legal_moves)[:3], verbose_stats=True,
                        on_info=lambda lines: None, on_stats=lambda lines: None)

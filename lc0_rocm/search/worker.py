@@ -27,6 +27,7 @@ from .backup import apply, backup, cancel_path, defer
 from .batch import MAX_MOVES, S_COLLISIONS, S_DESCENTS, S_IN_FLIGHT, S_OOO
 from .extend import extend
 from .jit import jit
+from .spinlock import fetch_add
 from .params import P_EXACT_LIMIT, P_OUT_OF_ORDER
 from .pick import best_edge, pick_nodes, root_report, root_skip
 from .tree import M_ROOT, NON_TERMINAL
@@ -35,7 +36,7 @@ from .tree import M_ROOT, NON_TERMINAL
 WorkArrays = namedtuple("WorkArrays", ["codes", "dq", "skip", "out_node", "out_depth", "out_k", "out_mx", "stack_node",
                                        "stack_k", "stack_depth", "started", "util", "score", "vtp", "hs", "hi",
                                        "def_node", "def_depth", "def_kind", "def_q", "def_d", "def_m",
-                                       "kept_node", "kept_visits", "ext_info", "ext_keys"])
+                                       "kept_node", "kept_visits", "ext_info", "ext_keys", "first"])
 
 
 def new_work(max_limit: int, max_kept: int) -> WorkArrays:
@@ -50,7 +51,7 @@ def new_work(max_limit: int, max_kept: int) -> WorkArrays:
                       def_node=z(n, np.int64), def_depth=z(n, np.int64), def_kind=z(n, np.int64),
                       def_q=z(n, np.float64), def_d=z(n, np.float64), def_m=z(n, np.float64),
                       kept_node=z(max_kept + 16, np.int64), kept_visits=z(max_kept + 16, np.int64),
-                      ext_info=z((1, 5), np.int64), ext_keys=z(1, np.uint64))
+                      ext_info=z((n, 5), np.int64), ext_keys=z(n, np.uint64), first=z(n, np.int64))
 
 
 @jit
@@ -162,7 +163,10 @@ def back_up_out_of_order(t, s, p, root, npk, ndef, w):
 @jit
 def keep_collisions(t, s, root, npk, nkept, collisions_left, stop, w):
     """The pick's collisions keep their virtual loss until the batch is complete (w.kept_*); one that
-    may grow takes more visits to end the gathering sooner. Returns (kept, collisions left, done)."""
+    may grow takes more visits to end the gathering sooner. Every collision of the pick is kept, also
+    after the budget is spent or a stop came (their virtual loss is taken back at the end of the
+    gathering, lc0's too). Returns (kept, collisions left, done)."""
+    done = False
     for k in range(npk):
         visits = w.out_k[k]
         if visits == 0:
@@ -177,8 +181,8 @@ def keep_collisions(t, s, root, npk, nkept, collisions_left, stop, w):
         w.kept_node[nkept] = node
         w.kept_visits[nkept] = visits
         nkept += 1
-        s[S_COLLISIONS] += visits
+        fetch_add(s, S_COLLISIONS, visits)
         collisions_left -= visits
         if collisions_left <= 0 or stop[0] != 0:
-            return nkept, collisions_left, True
-    return nkept, collisions_left, False
+            done = True
+    return nkept, collisions_left, done

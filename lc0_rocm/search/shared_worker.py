@@ -1,0 +1,294 @@
+"""Gathering and backing up when several search threads share one tree (lc0's Threads > 1), compiled.
+
+lc0 runs two search threads on one tree by default (`src/search/classic/search.cc`): each gathers its
+own minibatch, picking under a shared lock on the nodes with atomic visits in flight, extends the
+nodes it picked outside it (no other thread descends into a node whose first visit is in flight: it
+has no visits yet), and backs values up under the exclusive lock. Here the same, with the lock word
+of search/spinlock.py, a pick at a time:
+
+  1. shared: one multi-visit pick (search/pick.py: visits in flight and new rows by atomic
+     operations), its first visits marked; with ExactNodeLimit its visits are counted in flight
+     before it starts, so threads picking together never pass `go nodes`;
+  2. no lock: each first visit's node-local work (search/extend.py's `extend_leaf`: position,
+     legal moves, terminal rules, NN-cache probe, input planes) into its own batch row;
+  3. shared: the leaves committed in pick order (a cache hit is looked up again: the probe read the
+     cache without a lock), collisions kept as in `worker.gather`;
+  4. exclusive: terminals and cache hits backed up out of order.
+
+A batch's results: each leaf expanded without the tree's lock (its edges, its cache entry under the
+cache's own lock), then backed up under the exclusive lock (`apply_shared`); what writes values outside
+a backup takes the exclusive lock too (`revert_stale_two_folds` before the threads start). The search with one thread
+(`worker.gather`, `worker.apply_batch`) is lc0's tree visit for visit; with more, as lc0's own, the
+tree depends on timing.
+"""
+
+from __future__ import annotations
+
+from . import nncache
+import numpy as np
+
+from .backup import (add_edges, back_up_deferred, backup, cancel_path, defer, make_terminal, priors, rescale_value,
+                     revert_batch, revert_two_fold)
+from .batch import S_BATCHES, S_DESCENTS, S_IN_FLIGHT, S_NN_EVALS, S_OOO, TB_RESULT
+from .extend import LEAF_BATCH, LEAF_CACHED, commit_leaf, encode_leaf, extend_leaf
+from .jit import jit
+from .params import P_CACHE_HISTORY, P_EXACT_LIMIT, P_OUT_OF_ORDER
+from .pick import best_edge, pick_nodes, root_report, root_skip
+from .spinlock import fetch_add, lock, lock_shared, unlock, unlock_shared
+from .tree import M_ROOT, NON_TERMINAL, TABLEBASE, TWO_FOLD
+from .worker import back_up_out_of_order, keep_collisions
+
+
+@jit
+def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap, max_ooo, collisions_left,
+                  node_limit, stop, w, edge_n, rep, lk, clk):
+    """`worker.gather` for a tree other threads search too (see the module docstring): picks and
+    commits under the shared lock `lk`, out-of-order backups under the exclusive one; the NN cache's
+    entries are read under its own lock `clk`. Returns the leaves in batch `b`."""
+    root = t.meta[M_ROOT]
+    lock_shared(lk)
+    best_i = best_edge(t, p, root, allowed, use_allowed) if t.first_edge[root] >= 0 else -1
+    unlock_shared(lk)
+    count = 0
+    ooo = 0
+    nkept = 0
+    exact = p[P_EXACT_LIMIT] != 0.0
+    b.dcount[0] = 0
+    while count + b.dcount[0] < cap and ooo < max_ooo and stop[0] == 0:
+        limit = min(collisions_left, cap - count - b.dcount[0], max_ooo - ooo)
+        lock_shared(lk)
+        if exact:  # the pick's visits held in flight at once: threads picking together never pass `go nodes`
+            room = node_limit - t.n[root] - fetch_add(s, S_IN_FLIGHT, limit)
+            if room < limit:
+                fetch_add(s, S_IN_FLIGHT, max(room, 0) - limit)
+                if room <= 0:
+                    unlock_shared(lk)
+                    break
+                limit = room
+        use_skip = False
+        if t.first_edge[root] >= 0:
+            use_skip = root_skip(t, w.skip, allowed, use_allowed, remaining, best_i) or use_allowed
+        npk = pick_nodes(t, s, p, puct_tab, w.skip, use_skip, use_allowed, limit, w)
+        fetch_add(s, S_DESCENTS, 1)
+        mark_first_visits(t, npk, w)
+        unlock_shared(lk)
+        extend_first_visits(t, p, c, b, root, npk, count, w)
+        lock_shared(lk)
+        count, ndef = commit_picked(t, s, p, c, b, root, npk, count, w, clk)
+        done = False
+        if ndef == 0:
+            nkept, collisions_left, done = keep_collisions(t, s, root, npk, nkept, collisions_left, stop, w)
+        if exact:  # the out-of-order visits stay held until they are backed up
+            fetch_add(s, S_IN_FLIGHT, ndef - limit)
+        unlock_shared(lk)
+        if ndef > 0:
+            lock(lk)
+            back_up_out_of_order(t, s, p, root, npk, ndef, w)
+            if exact:
+                s[S_IN_FLIGHT] -= ndef
+            s[S_OOO] += ndef
+            unlock(lk)
+            ooo += ndef
+            continue
+        if done:
+            break
+    lock_shared(lk)
+    for k in range(nkept):
+        node = w.kept_node[k]
+        if node != root:
+            cancel_path(t, t.parent[node], w.kept_visits[k], root)
+    unlock_shared(lk)
+    if ooo > 0:  # the root's report changed (the network's batches report when they are applied)
+        lock(lk)
+        root_report(t, p, allowed, use_allowed, edge_n, rep)
+        unlock(lk)
+    return count
+
+
+@jit
+def mark_first_visits(t, npk, w):
+    """w.first[k]: the pick's entry k is a first visit (a leaf never evaluated), numbered in pick
+    order, else -1. Under the lock: the same test `worker.extend_picked` makes. Returns the pick's
+    visits that are not collisions (first visits and terminals visited again)."""
+    nfirst = 0
+    visits = 0
+    for k in range(npk):
+        w.first[k] = -1
+        if w.out_k[k] != 0:
+            continue
+        visits += 1
+        node = w.out_node[k]
+        if t.n[node] == 0 and t.term[node] == NON_TERMINAL:
+            w.first[k] = nfirst
+            nfirst += 1
+    return visits
+
+
+@jit
+def extend_first_visits(t, p, c, b, root, npk, count, w):
+    """Outside the lock: the i-th first visit's node-local work into batch row count + i (the pick
+    holds at most the batch's free rows), its legal moves into that row's codes."""
+    for k in range(npk):
+        i = w.first[k]
+        if i < 0:
+            continue
+        row = count + i
+        extend_leaf(t, p, c, w.out_node[k], w.out_depth[k], root, b.codes[row], b.masks, b.values, row,
+                    w.ext_info, w.ext_keys, i)
+
+
+@jit
+def commit_picked(t, s, p, c, b, root, npk, count, w, clk):
+    """Under the lock, in pick order: `worker.extend_picked`'s second half for leaves extended by
+    `extend_first_visits` (rows moved down over terminals and cache hits). Returns (rows in the batch,
+    out-of-order visits listed in w.def_*)."""
+    in_order = p[P_OUT_OF_ORDER] == 0.0
+    dq = w.dq
+    ndef = 0
+    j = count
+    for k in range(npk):
+        if w.out_k[k] != 0:  # a collision
+            continue
+        node = w.out_node[k]
+        depth = w.out_depth[k]
+        i = w.first[k]
+        if i >= 0:
+            row = count + i
+            cached = w.ext_info[i, 0] == LEAF_CACHED
+            if cached:  # the entry must not change while it is read
+                lock(clk)
+                recheck_cache(t, p, c, b, node, row, w.ext_info, w.ext_keys, i)
+            kept = commit_leaf(t, s, p, c, b, node, depth, j, b.codes[row], b.masks, b.values, row, w.ext_info,
+                               w.ext_keys, i, dq, row != j)
+            if cached:
+                unlock(clk)
+            if kept == 1:
+                j += 1
+                continue
+            if in_order:
+                defer(b, s, node, depth, int(dq[0]), dq[1], dq[2], dq[3], j)
+                continue
+            w.def_node[ndef] = node
+            w.def_depth[ndef] = depth
+            w.def_kind[ndef] = int(dq[0])
+            w.def_q[ndef] = dq[1]
+            w.def_d[ndef] = dq[2]
+            w.def_m[ndef] = dq[3]
+        elif in_order:
+            defer(b, s, node, depth, 0, 0.0, 0.0, 0.0, j)
+            continue
+        else:  # a terminal node visited again
+            w.def_node[ndef] = node
+            w.def_depth[ndef] = depth
+            w.def_kind[ndef] = 0
+        ndef += 1
+    return j, ndef
+
+
+@jit
+def recheck_cache(t, p, c, b, node, row, info, keys, i):
+    """A cache hit found outside the lock, looked up again under it: still there, its slot now; gone
+    (replaced by another thread's store), the leaf goes to the network after all."""
+    if info[i, 0] != LEAF_CACHED:
+        return
+    slot = nncache.lookup(c, keys[i])
+    if slot >= 0:
+        info[i, 1] = slot
+        return
+    info[i, 0] = LEAF_BATCH
+    if p[P_CACHE_HISTORY] < 7:  # the planes were not encoded: the probe came first
+        info[i, 3] = encode_leaf(t, p, node, b.masks, b.values, row)
+
+
+@jit
+def revert_stale_two_folds(t, s, root, stack_node, stack_depth):
+    """A pick that meets a two-fold draw whose first occurrence is now above the root (a reused tree)
+    undoes it (pick.py, as lc0); threads picking together cannot write values, so a search with
+    several threads undoes every such draw of the reused tree before it starts. The stacks hold a
+    row each."""
+    stack_node[0] = root
+    stack_depth[0] = 1
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        node = stack_node[sp]
+        depth = stack_depth[sp]
+        fe = t.first_edge[node]
+        if fe < 0:
+            continue
+        for i in range(t.num_edges[node]):
+            child = t.e_child[fe + i]
+            if child < 0:
+                continue
+            if t.term[child] == TWO_FOLD and depth < t.m[child]:
+                revert_two_fold(t, s, child, depth, root)
+            if t.n[child] > 0 and t.term[child] == NON_TERMINAL:
+                stack_node[sp] = child
+                stack_depth[sp] = depth + 1
+                sp += 1
+
+
+@jit
+def apply_shared(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, allowed, use_allowed, edge_n,
+                 rep, lk, clk):
+    """`worker.apply_batch` for a tree other threads search too: each leaf's expansion (priors, edges
+    in an atomically taken range, its cache entry under the cache's lock `clk`) without the tree's
+    lock (no thread reads the edges of a node without visits), then the backups under the exclusive
+    lock `lk`, in the batch's order as `backup.apply`."""
+    for j in range(count):
+        if b.tb[j] >= TB_RESULT - 1:  # a tablebase result: a terminal, made with the backups
+            continue
+        node = b.node[j]
+        n = b.ncodes[j]
+        priors(p, b, j, n, policy, idx_tab, w2)
+        add_edges(t, b, j, node, n, w2)
+        t.v[node] = -np.float64(q[j])
+        mj = np.float32(mlh[j]) if has_mlh else np.float32(0.0)
+        lock(clk)
+        nncache.store(c, b.key[j], q[j], d[j], mj, n, w2.sorted_order, w2.sorted_packed)
+        unlock(clk)
+    lock(lk)
+    root = t.meta[M_ROOT]
+    nd = b.dcount[0]
+    kd = 0
+    for j in range(count):
+        while kd < nd and b.dpos[kd] <= j:
+            back_up_deferred(t, s, p, b, kd, root)
+            kd += 1
+        node = b.node[j]
+        if b.tb[j] >= TB_RESULT - 1:
+            make_terminal(t, node, -(b.tb[j] - TB_RESULT), max(0.0, t.m[t.parent[node]] - 1.0), TABLEBASE, root)
+            backup(t, s, p, node, t.wl[node], t.d[node], t.m[node], b.depth[j], root)
+            continue
+        qj, dj = rescale_value(t, p, node, np.float64(q[j]), np.float64(d[j]))
+        mj = np.float64(mlh[j]) if has_mlh else 0.0
+        backup(t, s, p, node, -qj, dj, mj, b.depth[j], root)
+    while kd < nd:
+        back_up_deferred(t, s, p, b, kd, root)
+        kd += 1
+    b.dcount[0] = 0
+    s[S_NN_EVALS] += count
+    s[S_IN_FLIGHT] -= count
+    s[S_BATCHES] += 1
+    root_report(t, p, allowed, use_allowed, edge_n, rep)
+    unlock(lk)
+
+
+@jit
+def revert_shared(t, s, b, count, lk):
+    """`backup.revert_batch` under the lock word `lk`."""
+    lock(lk)
+    revert_batch(t, s, b, count)
+    unlock(lk)
+
+
+@jit
+def locked(lk):
+    """Take the lock word shared from Python (reading the tree for the stoppers and info lines);
+    `released` gives it back."""
+    lock_shared(lk)
+
+
+@jit
+def released(lk):
+    unlock_shared(lk)

@@ -1,0 +1,171 @@
+"""Atomic operations and a readers/writer spin lock for compiled code, for several search threads on one tree.
+
+lc0's search threads pick under a shared lock on the nodes and back up under the exclusive one
+(`src/search/classic/search.cc`: `nodes_mutex_`), with visits in flight changed atomically. numba has
+no atomics on the CPU, so `cas` and `fetch_add` emit LLVM's `cmpxchg` and `atomicrmw` on an element of
+an int32/int64 array themselves (numba `@intrinsic`; cached like any compiled function). The lock is
+one int64 word: a count of readers (`lock_shared`), a writer bit (`lock`) and a bit by which a waiting
+writer keeps new readers out. A waiting thread spins, then yields its core (libc's `sched_yield`) so
+that a holder sharing the core gets to run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array
+
+from .jit import jit
+
+SPINS_BEFORE_YIELD = 64
+
+
+def _element_pointer(context, builder, signature, args):
+    """Pointer to args[0][args[1]] (the index cast to intp)."""
+    aryty = signature.args[0]
+    array = make_array(aryty)(context, builder, args[0])
+    idx = context.cast(builder, args[1], signature.args[1], types.intp)
+    return cgutils.get_item_pointer(context, builder, aryty, array, [idx], wraparound=False)
+
+
+def _int_array(arr):
+    return isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype in (types.int32, types.int64)
+
+
+@intrinsic
+def cas(typingctx, arr, idx, expected, new):
+    """Atomically: old = arr[idx]; if old == expected: arr[idx] = new. Returns old (int32/int64 arrays)."""
+    if not _int_array(arr):
+        return None
+    dt = arr.dtype
+    sig = dt(arr, idx, expected, new)
+
+    def codegen(context, builder, signature, args):
+        ptr = _element_pointer(context, builder, signature, args)
+        exp = context.cast(builder, args[2], signature.args[2], dt)
+        val = context.cast(builder, args[3], signature.args[3], dt)
+        pair = builder.cmpxchg(ptr, exp, val, "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 0)
+
+    return sig, codegen
+
+
+@intrinsic
+def fetch_add(typingctx, arr, idx, value):
+    """Atomically arr[idx] += value; returns the value before (int32/int64 arrays)."""
+    if not _int_array(arr):
+        return None
+    dt = arr.dtype
+    sig = dt(arr, idx, value)
+
+    def codegen(context, builder, signature, args):
+        ptr = _element_pointer(context, builder, signature, args)
+        val = context.cast(builder, args[2], signature.args[2], dt)
+        return builder.atomic_rmw("add", ptr, val, "seq_cst")
+
+    return sig, codegen
+
+
+@intrinsic
+def _store(typingctx, arr, idx, value):
+    """Atomically arr[idx] = value, ordered after every earlier write (int64 arrays)."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1):
+        return None
+    sig = types.void(arr, idx, value)
+
+    def codegen(context, builder, signature, args):
+        ptr = _element_pointer(context, builder, signature, args)
+        val = context.cast(builder, args[2], signature.args[2], types.int64)
+        builder.atomic_rmw("xchg", ptr, val, "seq_cst")
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _load(typingctx, arr, idx):
+    """arr[idx] read atomically (int64 arrays): a spinning reader sees the holder's release."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1):
+        return None
+    sig = types.int64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ptr = _element_pointer(context, builder, signature, args)
+        return builder.atomic_rmw("add", ptr, ir.Constant(ir.IntType(64), 0), "seq_cst")
+
+    return sig, codegen
+
+
+@intrinsic
+def _yield_core(typingctx):
+    """libc's sched_yield(): give the core to another runnable thread."""
+    sig = types.int32()
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.IntType(32), [])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "sched_yield")
+        return builder.call(fn, [])
+
+    return sig, codegen
+
+
+_WRITER = 1 << 40  # held by a writer
+_WAITING = 1 << 41  # a writer waits: no new reader enters
+_READERS = _WRITER - 1
+
+
+@jit
+def _pause(spins):
+    """One round of waiting; every SPINS_BEFORE_YIELD rounds the core goes to another thread."""
+    spins += 1
+    if spins >= SPINS_BEFORE_YIELD:
+        _yield_core()
+        spins = 0
+    return spins
+
+
+@jit
+def lock(word):
+    """Take `word[0]` exclusively (lc0's exclusive nodes lock: backups): waits for the readers inside
+    and keeps new ones out meanwhile."""
+    spins = 0
+    while True:
+        v = _load(word, 0)
+        if v & _WRITER:
+            spins = _pause(spins)
+        elif v & _READERS:
+            if not v & _WAITING:
+                cas(word, 0, v, v | _WAITING)
+            spins = _pause(spins)
+        elif cas(word, 0, v, _WRITER) == v:  # no reader: free, or only a writer waiting (maybe this one)
+            return
+
+
+@jit
+def unlock(word):
+    _store(word, 0, 0)
+
+
+@jit
+def lock_shared(word):
+    """Take `word[0]` shared (lc0's shared nodes lock: picking), once no writer holds or waits for it."""
+    spins = 0
+    while True:
+        v = _load(word, 0)
+        if v & (_WRITER | _WAITING):
+            spins = _pause(spins)
+        elif cas(word, 0, v, v + 1) == v:
+            return
+
+
+@jit
+def unlock_shared(word):
+    fetch_add(word, 0, -1)
+
+
+def new_lock() -> np.ndarray:
+    """A free lock word."""
+    return np.zeros(1, dtype=np.int64)

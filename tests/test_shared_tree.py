@@ -1,0 +1,168 @@
+"""Several search threads on one tree (Threads > 1): the tree stays a search tree.
+
+With more than one thread the visits depend on timing (lc0's own search is nondeterministic there
+too), so the truth is what any finished search must satisfy, checked with numpy float64 on the tree's
+arrays: no visit left in flight, every expanded node's visits = 1 + its children's, every value the
+visit-weighted mean of the node's own evaluation and its children's (a torn update between threads
+breaks both), `go nodes` met exactly; and proven results (mate in two) as one thread finds them.
+lc0's `random` backend keeps the network out of it (each thread evaluates its own batches).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import chess
+import numpy as np
+import pytest
+
+from lc0_rocm.backends.factory import create_backend
+from lc0_rocm.encoding.position import parse_position
+from lc0_rocm.net.loader import load_net
+from lc0_rocm.search.evaluator import NNEvaluator
+from lc0_rocm.search.limits import SearchLimits
+from lc0_rocm.search.params import SearchParams, search_threads
+from lc0_rocm.search.search import Search
+from lc0_rocm.search.tree import END_OF_GAME, NON_TERMINAL, WIN, NodeTree
+
+from netpaths import WEIGHTS_DIR
+
+NET = WEIGHTS_DIR / "bt-small-smolgen-pedense.pb.gz"  # the random backend ignores its weights
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+
+
+def _evaluator(options: str = "", **kw) -> NNEvaluator:
+    backend = create_backend("random", load_net(NET), options)
+    ev = NNEvaluator(backend, backend.net.input_format)
+    for k, v in kw.items():
+        setattr(ev, k, v)
+    return ev
+
+
+def _search(ev, fen=None, nodes=4000, tree=None, limits=None, **params) -> Search:
+    h = parse_position(fen, [])
+    tree = tree or NodeTree()
+    tree.set_position(fen or "startpos", [], h.last)
+    params.setdefault("smart_pruning_factor", 0)
+    return Search(tree, h.board, h.first, ev, SearchParams(**params), limits or SearchLimits(nodes=nodes),
+                  has_wdl=True)
+
+
+def _check_tree(s: Search) -> None:
+    t = s.tree.arrays
+    root, top = s.tree.root_row, int(t.meta[0])
+    rows = np.arange(root, top)
+    assert not t.nif[root:top].any(), "visits left in flight"
+    for row in rows[(t.first_edge[rows] >= 0) & (t.n[rows] > 0)]:
+        fe, ne = int(t.first_edge[row]), int(t.num_edges[row])
+        kids = t.e_child[fe:fe + ne]
+        kids = kids[kids >= 0]
+        n_kids = t.n[kids].astype(np.int64)
+        if t.term[row] != NON_TERMINAL:
+            continue  # proven by its children's bounds: visited since as a terminal
+        assert t.n[row] == 1 + n_kids.sum(), f"row {row}: {t.n[row]} visits, children {n_kids.sum()}"
+        if (t.lower[kids] == t.upper[kids]).any() or t.term[kids].any():
+            continue  # a proven child's value was replaced by its result (lc0's bounds): no mean to check
+        mean = (float(t.v[row]) - np.dot(n_kids, t.wl[kids].astype(np.float64))) / t.n[row]
+        assert abs(mean - t.wl[row]) < 1e-9, f"row {row}: wl {t.wl[row]} against {mean}"
+
+
+@pytest.mark.parametrize("threads,minibatch,options", [
+    (3, 256, {}),
+    (4, 16, {}),  # many small picks: the lock changes hands all the time
+    (3, 64, {"out_of_order_eval": False}),  # terminals and cache hits kept in the batch
+])
+def test_threads_share_one_tree(threads, minibatch, options):
+    ev = _evaluator()
+    for fen in (None, KIWIPETE, "8/5pk1/6p1/3R4/8/6P1/5PK1/2r5 b - - 4 40"):
+        s = _search(ev, fen, nodes=6000, threads=threads, minibatch_size=minibatch, **options)
+        s.run()
+        assert s.error is None, s.error
+        assert len(s._lanes) == threads
+        assert s.root.n == 6000  # go nodes, exactly (ExactNodeLimit)
+        assert s.bestmove in s.board.legal_moves
+        _check_tree(s)
+
+
+@pytest.mark.parametrize("history", [0, 7])
+def test_threads_with_a_small_nn_cache(history):
+    """A cache hit found outside the lock is looked up again under it (another thread may have
+    replaced the entry meanwhile: a tiny cache replaces entries all the time); CacheHistoryLength 7
+    keys the cache by the encoded input, so the planes come before the probe."""
+    ev = _evaluator(cache_history_length=history)
+    ev.cache.resize(256)
+    s = _search(ev, "8/3k4/8/8/8/8/3K4/3R4 w - - 0 1", nodes=5000, threads=4, minibatch_size=32)
+    s.run()
+    assert s.error is None and s.root.n == 5000
+    assert s.cache_hits > 100 or history == 7  # king moves transpose: the position-only key hits
+    _check_tree(s)
+
+
+def _forces_mate(board: chess.Board, moves: int) -> bool:
+    """python-chess: the side to move mates within `moves` moves whatever the defence."""
+    for m in list(board.legal_moves):
+        board.push(m)
+        if board.is_checkmate():
+            won = True
+        elif moves == 1 or board.is_game_over():
+            won = False
+        else:
+            won = True
+            for reply in list(board.legal_moves):
+                board.push(reply)
+                won = _forces_mate(board, moves - 1)
+                board.pop()
+                if not won:
+                    break
+        board.pop()
+        if won:
+            return True
+    return False
+
+
+def test_threads_prove_a_forced_mate():
+    s = _search(_evaluator(), "7k/8/5K2/8/8/8/8/6R1 w - - 0 1", nodes=4000, threads=3, minibatch_size=32)
+    s.run()
+    assert s.error is None
+    node = [c for m, c in zip(s.root.moves, s.root.children) if m == s.bestmove][0]
+    assert node.terminal == END_OF_GAME and node.lower == node.upper == WIN  # proven
+    board = s.board.copy()
+    board.push(s.bestmove)
+    for reply in list(board.legal_moves):  # and so it is: every defence is mated within two more moves
+        board.push(reply)
+        assert _forces_mate(board, 2), f"{s.bestmove} {reply}"
+        board.pop()
+
+
+def test_threads_stop_and_reuse_the_tree():
+    """`go infinite` then `stop` with four threads: a legal bestmove, nothing left in flight, and the
+    next search on the same tree (tree reuse) starts from a consistent tree."""
+    ev = _evaluator()
+    tree = NodeTree()
+    s = _search(ev, tree=tree, threads=4, minibatch_size=64, limits=SearchLimits(infinite=True))
+    done = threading.Event()
+    s.on_bestmove = lambda move, ponder: done.set()
+    s.start()
+    time.sleep(0.5)
+    s.stop()
+    assert done.wait(30) and s.bestmove in s.board.legal_moves
+    visits = int(s.root.n)
+    assert visits > 0
+    _check_tree(s)
+    again = _search(ev, tree=tree, nodes=visits + 3000, threads=4, minibatch_size=64)
+    again.run()
+    assert again.error is None and again.root.n == visits + 3000
+    _check_tree(again)
+
+
+def test_threads_zero_follows_the_host():
+    """Threads 0: one thread on two cores or a backend that computes on the host, else several."""
+    params = SearchParams(threads=0)
+    random_backend = _evaluator().backend
+    cpu_like = type("Cpu", (), {"is_async": False, "concurrent": False})()
+    assert search_threads(params, random_backend, cores=2) == 1
+    assert search_threads(params, cpu_like, cores=16) == 1
+    assert search_threads(params, random_backend, cores=16) > 1
+    assert search_threads(SearchParams(threads=1), random_backend, cores=16) == 1
+    assert search_threads(SearchParams(threads=3), random_backend, cores=2) == 3
