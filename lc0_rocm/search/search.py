@@ -444,9 +444,15 @@ class Search:
             stop = self._check_stop()
             if stop and not self._hold_until_stop_or_ponderhit(stop):
                 return
+        first = self._lanes[0]
         while not self._stopping() and self.tree.arrays.n[root_row] == 0:  # the root alone, first
-            if not self._lane_batch(self._lanes[0]):
-                return
+            try:
+                if not self._lane_batch(first):
+                    return
+            except BaseException:
+                if first.slot.count:  # the root's visit in flight off the tree
+                    self._revert(first.slot, first)
+                raise
         while not self._stopping():
             self._halt.clear()
             self._halt_reason = ""
