@@ -502,7 +502,7 @@ def _force_playout(s: Search, ucis: list[str]):
             out = s.ev.backend.evaluate(PackedPlanes(slot.masks[:1], slot.values[:1], slot.transform[:1]))
             mlh = out.mlh if out.mlh is not None else out.q
             bk.apply(t, s.stats, s._packed, s.ev.cache.arrays, slot, 1, out.policy, out.q, out.d, mlh,
-                     out.mlh is not None, s.ev.index_tables, bk.new_apply_work())
+                     out.mlh is not None, s.ev.index_tables, bk.new_apply_work(), np.zeros(1, np.int64))
         elif dq[0] == 1:  # a cache hit
             bk.backup(t, s.stats, s._packed, node, -dq[1], dq[2], dq[3], depth, root)
         else:

@@ -21,7 +21,7 @@ from . import score as sc
 from .batch import (MAX_MOVES, S_BATCHES, S_CUM_DEPTH, S_IN_FLIGHT, S_MAX_DEPTH, S_NN_EVALS, S_PLAYOUTS,
                     S_REVERTED, TB_RESULT)
 from .jit import jit
-from .spinlock import fetch_add
+from .spinlock import fetch_add, lock, unlock
 from .params import P_CONTEMPT_BLACK, P_DRAW_SCORE, P_STICKY, P_TEMPERATURE, P_WDL_DIFF, P_WDL_MAX_S, P_WDL_RATIO
 from .tree import DRAW, END_OF_GAME, LOSS, M_ETOP, M_ROOT, NON_TERMINAL, TABLEBASE, TWO_FOLD, WIN, make_not_terminal
 
@@ -266,8 +266,36 @@ def rescale_value(t, p, node, q, d):
 
 
 @jit
-def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2):
-    """Expand the batch's leaves from the network outputs, store them in the cache, back them up."""
+def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk):
+    """Expand the batch's leaves from the network outputs, store them in the cache, back them up
+    (`expand_rows`, then `back_up_rows`; `clk`: the cache's lock word, search/spinlock.py)."""
+    expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk)
+    back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh)
+
+
+@jit
+def expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk):
+    """Each network leaf's priors, its edges (a range taken atomically) and its cache entry (under the
+    cache's lock `clk`): writes only the leaf's own node, which no other search thread reads before
+    its backup (a node without visits is a collision to them)."""
+    for j in range(count):
+        if b.tb[j] >= TB_RESULT - 1:  # a tablebase result: a terminal, the network's output unused
+            continue
+        node = b.node[j]
+        n = b.ncodes[j]
+        priors(p, b, j, n, policy, idx_tab, w2)
+        add_edges(t, b, j, node, n, w2)
+        t.v[node] = -np.float64(q[j])
+        mj = np.float32(mlh[j]) if has_mlh else np.float32(0.0)
+        lock(clk)
+        nncache.store(c, b.key[j], q[j], d[j], mj, n, w2.sorted_order, w2.sorted_packed)
+        unlock(clk)
+
+
+@jit
+def back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh):
+    """The batch's values up the tree in pick order, the terminals and cache hits kept with it
+    (OutOfOrderEval off) in their places, tablebase results made terminals here."""
     root = t.meta[M_ROOT]
     nd = b.dcount[0]
     kd = 0
@@ -276,17 +304,12 @@ def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2):
             back_up_deferred(t, s, p, b, kd, root)
             kd += 1
         node = b.node[j]
-        if b.tb[j] >= TB_RESULT - 1:  # a tablebase result: a terminal, the network's output unused
+        if b.tb[j] >= TB_RESULT - 1:
             make_terminal(t, node, -(b.tb[j] - TB_RESULT), max(0.0, t.m[t.parent[node]] - 1.0), TABLEBASE, root)
             backup(t, s, p, node, t.wl[node], t.d[node], t.m[node], b.depth[j], root)
             continue
-        n = b.ncodes[j]
-        priors(p, b, j, n, policy, idx_tab, w2)
-        add_edges(t, b, j, node, n, w2)
-        t.v[node] = -np.float64(q[j])
         qj, dj = rescale_value(t, p, node, np.float64(q[j]), np.float64(d[j]))
         mj = np.float64(mlh[j]) if has_mlh else 0.0
-        nncache.store(c, b.key[j], q[j], d[j], np.float32(mj), n, w2.sorted_order, w2.sorted_packed)
         backup(t, s, p, node, -qj, dj, mj, b.depth[j], root)
     while kd < nd:
         back_up_deferred(t, s, p, b, kd, root)

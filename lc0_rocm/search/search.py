@@ -238,6 +238,7 @@ class Search:
         self._ponderhit = threading.Event()
         self._done = threading.Event()
         self._tb_lock = threading.Lock()  # the tablebases' probes, one thread at a time
+        self._cache_lock = spinlock.new_lock()  # the NN cache's entries (compiled code)
         self._lanes: list[_Lane] = []  # several search threads sharing the tree (see _run_lanes)
         self._thread: Optional[threading.Thread] = None
         self.start_time = time.monotonic()
@@ -427,7 +428,6 @@ class Search:
         up batches of its own on the shared tree (search/shared_worker.py) until the stoppers, a
         `stop` or an error end the search; `go infinite` and ponder then wait here as in `_loop`."""
         self._lock_word = spinlock.new_lock()
-        self._cache_lock = spinlock.new_lock()
         self._gate = _Gate()
         self._halt = threading.Event()
         self._halt_reason = ""
@@ -663,7 +663,8 @@ class Search:
         if lane is None:
             tree.reserve(0, slot.count * 220)
             wk.apply_batch(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
-                           *args, self._apply_work, allowed, use_allowed, self._edge_n, self._report)
+                           *args, self._apply_work, allowed, use_allowed, self._edge_n, self._report,
+                           self._cache_lock)
         else:
             with self._gate.inside(self._lanes_have_room, self._make_room_for_lanes):
                 sw.apply_shared(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,

@@ -25,17 +25,14 @@ tree depends on timing.
 from __future__ import annotations
 
 from . import nncache
-import numpy as np
-
-from .backup import (add_edges, back_up_deferred, backup, cancel_path, defer, make_terminal, priors, rescale_value,
-                     revert_batch, revert_two_fold)
-from .batch import S_BATCHES, S_DESCENTS, S_IN_FLIGHT, S_NN_EVALS, S_OOO, TB_RESULT
+from .backup import back_up_rows, cancel_path, defer, expand_rows, revert_batch, revert_two_fold
+from .batch import S_DESCENTS, S_IN_FLIGHT, S_OOO
 from .extend import LEAF_BATCH, LEAF_CACHED, commit_leaf, encode_leaf, extend_leaf
 from .jit import jit
 from .params import P_CACHE_HISTORY, P_EXACT_LIMIT, P_OUT_OF_ORDER
 from .pick import best_edge, pick_nodes, root_report, root_skip
 from .spinlock import fetch_add, lock, lock_shared, unlock, unlock_shared
-from .tree import M_ROOT, NON_TERMINAL, TABLEBASE, TWO_FOLD
+from .tree import M_ROOT, NON_TERMINAL, TWO_FOLD
 from .worker import back_up_out_of_order, keep_collisions
 
 
@@ -231,45 +228,11 @@ def revert_stale_two_folds(t, s, root, stack_node, stack_depth):
 @jit
 def apply_shared(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, allowed, use_allowed, edge_n,
                  rep, lk, clk):
-    """`worker.apply_batch` for a tree other threads search too: each leaf's expansion (priors, edges
-    in an atomically taken range, its cache entry under the cache's lock `clk`) without the tree's
-    lock (no thread reads the edges of a node without visits), then the backups under the exclusive
-    lock `lk`, in the batch's order as `backup.apply`."""
-    for j in range(count):
-        if b.tb[j] >= TB_RESULT - 1:  # a tablebase result: a terminal, made with the backups
-            continue
-        node = b.node[j]
-        n = b.ncodes[j]
-        priors(p, b, j, n, policy, idx_tab, w2)
-        add_edges(t, b, j, node, n, w2)
-        t.v[node] = -np.float64(q[j])
-        mj = np.float32(mlh[j]) if has_mlh else np.float32(0.0)
-        lock(clk)
-        nncache.store(c, b.key[j], q[j], d[j], mj, n, w2.sorted_order, w2.sorted_packed)
-        unlock(clk)
+    """`worker.apply_batch` for a tree other threads search too: the leaves expanded without the
+    tree's lock (`backup.expand_rows`), then backed up under the exclusive lock `lk`."""
+    expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk)
     lock(lk)
-    root = t.meta[M_ROOT]
-    nd = b.dcount[0]
-    kd = 0
-    for j in range(count):
-        while kd < nd and b.dpos[kd] <= j:
-            back_up_deferred(t, s, p, b, kd, root)
-            kd += 1
-        node = b.node[j]
-        if b.tb[j] >= TB_RESULT - 1:
-            make_terminal(t, node, -(b.tb[j] - TB_RESULT), max(0.0, t.m[t.parent[node]] - 1.0), TABLEBASE, root)
-            backup(t, s, p, node, t.wl[node], t.d[node], t.m[node], b.depth[j], root)
-            continue
-        qj, dj = rescale_value(t, p, node, np.float64(q[j]), np.float64(d[j]))
-        mj = np.float64(mlh[j]) if has_mlh else 0.0
-        backup(t, s, p, node, -qj, dj, mj, b.depth[j], root)
-    while kd < nd:
-        back_up_deferred(t, s, p, b, kd, root)
-        kd += 1
-    b.dcount[0] = 0
-    s[S_NN_EVALS] += count
-    s[S_IN_FLIGHT] -= count
-    s[S_BATCHES] += 1
+    back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh)
     root_report(t, p, allowed, use_allowed, edge_n, rep)
     unlock(lk)
 

@@ -100,10 +100,11 @@ def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap, max_oo
 
 
 @jit
-def apply_batch(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, allowed, use_allowed, edge_n, rep):
+def apply_batch(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, allowed, use_allowed, edge_n, rep,
+                clk):
     """`backup.apply` of a batch's network outputs, then the root's `root_report` (one compiled call
     a batch: each call of a compiled function that takes the tree costs 10-17 µs on a loaded VM)."""
-    apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2)
+    apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk)
     root_report(t, p, allowed, use_allowed, edge_n, rep)
 
 
