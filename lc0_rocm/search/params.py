@@ -122,8 +122,10 @@ def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -
     flight (lc0's tree, visit for visit); N > 1 is N threads, each with a batch of its own. Threads 0
     (automatic) is one thread with two batches in flight on a host of two cores or with a backend that
     computes on the host (the cpu backend), else AUTO_LANES threads, leaving a core free."""
-    if params.threads >= 1 or not params.pipeline:
-        return max(1, params.threads) if params.pipeline else 1
+    if not params.pipeline:
+        return 1
+    if params.threads >= 1:
+        return params.threads
     cores = cores or os.cpu_count() or 1
     if cores <= 2 or not (backend.is_async or getattr(backend, "concurrent", False)):
         return 1

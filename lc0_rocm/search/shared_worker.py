@@ -25,7 +25,7 @@ tree depends on timing.
 from __future__ import annotations
 
 from . import nncache
-from .backup import back_up_rows, cancel_path, defer, expand_rows, revert_batch, revert_two_fold
+from .backup import back_up_rows, cancel_path, expand_rows, revert_batch, revert_two_fold
 from .batch import S_DESCENTS, S_IN_FLIGHT, S_OOO
 from .extend import LEAF_BATCH, LEAF_CACHED, commit_leaf, encode_leaf, extend_leaf
 from .jit import jit
@@ -33,7 +33,7 @@ from .params import P_CACHE_HISTORY, P_EXACT_LIMIT, P_OUT_OF_ORDER
 from .pick import best_edge, pick_nodes, root_report, root_skip
 from .spinlock import fetch_add, lock, lock_shared, unlock, unlock_shared
 from .tree import M_ROOT, NON_TERMINAL, TWO_FOLD
-from .worker import back_up_out_of_order, keep_collisions
+from .worker import back_up_out_of_order, hold_visit, keep_collisions
 
 
 @jit
@@ -105,20 +105,13 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
 @jit
 def mark_first_visits(t, npk, w):
     """w.first[k]: the pick's entry k is a first visit (a leaf never evaluated), numbered in pick
-    order, else -1. Under the lock: the same test `worker.extend_picked` makes. Returns the pick's
-    visits that are not collisions (first visits and terminals visited again)."""
+    order, else -1. Under the lock: the same test `worker.extend_picked` makes."""
     nfirst = 0
-    visits = 0
     for k in range(npk):
         w.first[k] = -1
-        if w.out_k[k] != 0:
-            continue
-        visits += 1
-        node = w.out_node[k]
-        if t.n[node] == 0 and t.term[node] == NON_TERMINAL:
+        if w.out_k[k] == 0 and t.n[w.out_node[k]] == 0 and t.term[w.out_node[k]] == NON_TERMINAL:
             w.first[k] = nfirst
             nfirst += 1
-    return visits
 
 
 @jit
@@ -162,23 +155,9 @@ def commit_picked(t, s, p, c, b, root, npk, count, w, clk):
             if kept == 1:
                 j += 1
                 continue
-            if in_order:
-                defer(b, s, node, depth, int(dq[0]), dq[1], dq[2], dq[3], j)
-                continue
-            w.def_node[ndef] = node
-            w.def_depth[ndef] = depth
-            w.def_kind[ndef] = int(dq[0])
-            w.def_q[ndef] = dq[1]
-            w.def_d[ndef] = dq[2]
-            w.def_m[ndef] = dq[3]
-        elif in_order:
-            defer(b, s, node, depth, 0, 0.0, 0.0, 0.0, j)
-            continue
+            ndef = hold_visit(b, s, w, in_order, node, depth, int(dq[0]), dq[1], dq[2], dq[3], j, ndef)
         else:  # a terminal node visited again
-            w.def_node[ndef] = node
-            w.def_depth[ndef] = depth
-            w.def_kind[ndef] = 0
-        ndef += 1
+            ndef = hold_visit(b, s, w, in_order, node, depth, 0, 0.0, 0.0, 0.0, j, ndef)
     return j, ndef
 
 

@@ -125,24 +125,27 @@ def extend_picked(t, s, p, c, b, root, npk, count, w):
             if extend(t, s, p, c, b, node, depth, count, root, w.codes, dq, w.ext_info, w.ext_keys) == 1:
                 count += 1
                 continue
-            if in_order:
-                defer(b, s, node, depth, int(dq[0]), dq[1], dq[2], dq[3], count)
-                continue
-            w.def_node[ndef] = node
-            w.def_depth[ndef] = depth
-            w.def_kind[ndef] = int(dq[0])
-            w.def_q[ndef] = dq[1]
-            w.def_d[ndef] = dq[2]
-            w.def_m[ndef] = dq[3]
-        elif in_order:
-            defer(b, s, node, depth, 0, 0.0, 0.0, 0.0, count)
-            continue
+            ndef = hold_visit(b, s, w, in_order, node, depth, int(dq[0]), dq[1], dq[2], dq[3], count, ndef)
         else:  # a terminal node visited again
-            w.def_node[ndef] = node
-            w.def_depth[ndef] = depth
-            w.def_kind[ndef] = 0
-        ndef += 1
+            ndef = hold_visit(b, s, w, in_order, node, depth, 0, 0.0, 0.0, 0.0, count, ndef)
     return count, ndef
+
+
+@jit
+def hold_visit(b, s, w, in_order, node, depth, kind, q, d, m, pos, ndef):
+    """A visit that needs no network (kind 0 a terminal, 1 a cache hit with its q, d, m): kept in the
+    batch after `pos` network rows (OutOfOrderEval off: `backup.defer`), else listed as entry `ndef`
+    of w.def_* for an out-of-order backup. Returns the entries listed."""
+    if in_order:
+        defer(b, s, node, depth, kind, q, d, m, pos)
+        return ndef
+    w.def_node[ndef] = node
+    w.def_depth[ndef] = depth
+    w.def_kind[ndef] = kind
+    w.def_q[ndef] = q
+    w.def_d[ndef] = d
+    w.def_m[ndef] = m
+    return ndef + 1
 
 
 @jit
