@@ -524,7 +524,7 @@ def _read_tower(b: _Build) -> Optional[ConvTower]:
         return None
     if not attention_body and len(w.residual) == 0:
         raise NetFormatError("weights.residual: conv-body net without residual blocks")
-    inp = rd.conv(w.input, "weights.input", 112, 3)
+    inp = rd.conv(w.input, "weights.input", NUM_PLANES, 3)
     f = inp.n_out
     blocks = []
     for i, res in enumerate(w.residual):
@@ -566,7 +566,7 @@ def _read_body(b: _Build, tower: Optional[ConvTower]) -> Optional[AttentionBody]
         c_in = NUM_PLANES + pb.size // 64
         dims["preproc_d"] = pb.size // 64
     else:
-        embedding, c_in = "pe_map", 112 + 64
+        embedding, c_in = "pe_map", NUM_PLANES + 64
     emb = rd.dense(w, "ip_emb_w", "ip_emb_b", "weights", n_in=c_in)
     e = emb.n_out
     eps = 1e-3 if pe_dense else 1e-6

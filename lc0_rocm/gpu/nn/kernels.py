@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from ...encoding.outputs import POLICY_SIZE
+from ...encoding.packed import NUM_PLANES
 from ..runtime.dtypes import storage_type
 from ..runtime.kernel import get_kernel, ptr
 
@@ -112,11 +113,11 @@ class NnKernels:
 
         masks: uint64 [n, 112] buffer, values: float32 [n, 112] buffer.
         """
-        cols = 176 if pe_map else 112
+        cols = NUM_PLANES + 64 if pe_map else NUM_PLANES
         if ld < cols:
             raise ValueError(f"expand_planes: ld {ld} < {cols} columns")
-        self._need("masks", masks, n * 112, 8)
-        self._need("values", values, n * 112, 4)
+        self._need("masks", masks, n * NUM_PLANES, 8)
+        self._need("values", values, n * NUM_PLANES, 4)
         self._need("out", out, n * 64 * ld)
         self._need("vec12", vec12, n * 768)
         total = n * 64 * cols
