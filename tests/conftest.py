@@ -45,9 +45,11 @@ def pytest_collection_finish(session):
     if any(item.nodeid.endswith(gate_background.TEST) for item in session.items) and all(
             shutil.which(tool) for tool in gate_background.COMPILERS):
         gate_background.start()
+    if all(_search_free(item.path) for item in session.items):
+        return  # numba is imported only where the search runs: these modules run without it
     from lc0_rocm.search import jit, precompile
 
-    if not all(_search_free(item.path) for item in session.items) and not jit.is_compiled():
+    if not jit.is_compiled():
         precompile.start_process()  # as an engine's first start does
 
 
