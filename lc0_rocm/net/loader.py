@@ -33,6 +33,7 @@ from google.protobuf.message import DecodeError
 
 from ..encoding.outputs import POLICY_SIZE
 from ..encoding.packed import NUM_PLANES
+from ..encoding.planes import INPUT_FORMATS
 from ..errors import NetFormatError
 from . import schema
 from .codec import decode_layer, layer_encoding, layer_size
@@ -67,7 +68,6 @@ VALUE_CLASSICAL, VALUE_WDL = 1, 2
 MOVES_LEFT_NONE, MOVES_LEFT_V1 = 0, 1
 DEFAULT_ACTIVATION_RELU, DEFAULT_ACTIVATION_MISH = 0, 1
 EMBEDDING_NONE, EMBEDDING_PE_MAP, EMBEDDING_PE_DENSE = 0, 1, 2
-INPUT_FORMATS = (1, 2, 3, 4, 5, 132, 133)
 # what this loader reads, after the fix-ups (lc0's backends accept the same sets)
 SUPPORTED_NETWORKS = (NETWORK_CLASSICAL_WITH_HEADFORMAT, NETWORK_SE_WITH_HEADFORMAT, NETWORK_AB, NETWORK_AB_MULTIHEAD)
 ATTENTION_BODY_NETWORKS = (NETWORK_AB, NETWORK_AB_MULTIHEAD)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...encoding.outputs import POLICY_SIZE
 from ...encoding.packed import NUM_PLANES
+from ...encoding.policy_map import ATTENTION_MAP_SIZE
 from ..runtime.dtypes import storage_type
 from ..runtime.kernel import get_kernel, ptr
 
@@ -25,7 +26,6 @@ ACT_CODES = {"none": 0, "relu": 1, "relu2": 2, "mish": 3, "swish": 4, "selu": 5,
 BLOCK = 256
 MAX_GRID = 65535
 MAX_MHA_DEPTH = 64
-ATTENTION_MAP_SIZE = 4288
 # attention kernels: t128 (the fast one) where mha_t128_ok, else simple (any depth <= 64); auto picks
 MHA_VARIANTS = ("auto", "simple", "t128")
 # the activations conv.hip is compiled for (CONV_ACT): a classical tower's are relu or mish (lc0's
