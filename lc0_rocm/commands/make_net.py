@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..values import parse_bool
+from ..values import parse_bool, parse_int
 
 # command-line option -> NetShape field (all optional overrides of the shape's defaults)
 _INT_OVERRIDES = {
@@ -43,11 +43,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _parse_value(text: str, current):
     if isinstance(current, bool):
-        return parse_bool(text)  # a BadValue is a ValueError: run() gives its one line
+        return parse_bool(text)
     if isinstance(current, tuple):
         return tuple(x for x in text.split(",") if x)
     if isinstance(current, int) or (current is None and text.lstrip("-").isdigit()):
-        return int(text)
+        return parse_int(text)
     if text.lower() == "none":
         return None
     return text
@@ -68,7 +68,10 @@ def run(args) -> int:
             key = key.strip().replace("-", "_")
             if not sep or not hasattr(base, key):
                 raise ValueError(f"--set {item}: expected FIELD=VALUE with a NetShape field")
-            overrides[key] = _parse_value(text.strip(), getattr(base, key))
+            try:
+                overrides[key] = _parse_value(text.strip(), getattr(base, key))
+            except ValueError as e:  # values.py's rule: the caller puts its own name in front
+                raise ValueError(f"--set {item}: {e}") from None
         net = make_net(args.shape, seed=args.seed, **overrides)
     except ValueError as e:
         raise Lc0RocmError(str(e)) from None
