@@ -8,7 +8,7 @@ The public Python API (`lc0_rocm.api`) is exported here: `load_net`, `open_backe
 the UCI engine must answer `uciok` at once.
 """
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _API = ("load_net", "open_backend", "Evaluator", "Evaluation")
 __all__ = ["__version__", *_API]

@@ -27,8 +27,9 @@ nor None, BackendError for an unknown backend, bad options or no GPU.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast, overload
 
 import chess
 
@@ -39,11 +40,17 @@ from .encoding.outputs import NetOutputs
 from .errors import ArgumentError, BackendError, NetFormatError, PositionError
 from .net.description import NetDescription
 
-__all__ = ["Evaluation", "Evaluator", "load_net", "open_backend"]
+if TYPE_CHECKING:
+    from .encoding.history import History
+
+__all__ = ["Evaluation", "Evaluator", "PositionInput", "load_net", "open_backend"]
+
+NetPath = Union[str, "os.PathLike[str]"]
+# one position: a Board (its move stack is the history), a FEN or "startpos", or (fen or None, moves)
+PositionInput = Union[chess.Board, str, tuple[Optional[str], Sequence[Union[str, chess.Move]]]]
 
 
-def load_net(path: Union[str, os.PathLike, None] = None, check_outputs: bool = True,
-             **head_options) -> NetDescription:
+def load_net(path: Optional[NetPath] = None, check_outputs: bool = True, **head_options: str) -> NetDescription:
     """The NetDescription of a weights file (None = the bundled default net).
 
     `head_options`: `policy_head` ("vanilla", "optimistic", ...) and `value_head` ("winner", "q", "st")
@@ -65,7 +72,7 @@ def load_net(path: Union[str, os.PathLike, None] = None, check_outputs: bool = T
     return net
 
 
-def open_backend(net_or_path: Union[NetDescription, str, os.PathLike, None] = None, backend: str = DEFAULT_BACKEND,
+def open_backend(net_or_path: Union[NetDescription, NetPath, None] = None, backend: str = DEFAULT_BACKEND,
                  options: str = "", notify: Optional[Callable[[str], None]] = None,
                  max_batch: Optional[int] = None) -> "Evaluator":
     """An `Evaluator` for a net (a NetDescription, a weights path, or None = the bundled net) on the named
@@ -102,7 +109,7 @@ def _check_net_argument(value: Any, function: str, allow_description: bool = Tru
     raise ArgumentError(f"{function}: expected {what}, got {type(value).__name__} {value!r:.40}")
 
 
-def _check_start_position(backend, net: NetDescription) -> None:
+def _check_start_position(backend: Backend, net: NetDescription) -> None:
     """The last proof that a net is usable (weights that decode may still overflow): a NetFormatError naming the first output of the
     start position's evaluation that holds NaN or inf (weights that overflow)."""
     import chess
@@ -128,18 +135,18 @@ class Evaluation:
     """The network's view of one position (side to move's point of view)."""
 
     fen: str
-    policy: dict  # {chess.Move: probability}, legal moves only, sorted high to low (ties by UCI string)
-    wdl: Optional[tuple]  # (win, draw, loss) or None for a tanh-value net
+    policy: dict[chess.Move, float]  # legal moves only, sorted high to low (ties by UCI string)
+    wdl: Optional[tuple[float, float, float]]  # (win, draw, loss) or None for a tanh-value net
     q: float  # W - L, or the tanh value
     moves_left: Optional[float]  # plies left, or None without a moves-left head
-    logits: Optional[dict] = field(default=None, repr=False)  # {chess.Move: raw logit} with logits=True
+    logits: Optional[dict[chess.Move, float]] = field(default=None, repr=False)  # raw logits with logits=True
 
     @property
     def best_move(self) -> Optional[chess.Move]:
         """The move with the highest policy, or None when there is no legal move."""
         return next(iter(self.policy), None)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The `lc0-rocm eval --json` contract: {"policy": {uci: p}, "wdl": [w, d, l] | None, "q": q,
         "mlh": m | None}."""
         return {
@@ -156,17 +163,25 @@ class Evaluator:
     Attributes: `net` (NetDescription), `backend` (the `backends.base.Backend`), `backend_name` (the
     backend in use, e.g. "cpu" after auto fell back), `options` (the parsed backend options)."""
 
-    def __init__(self, net: NetDescription, backend: Backend, options: Optional[dict] = None):
+    def __init__(self, net: NetDescription, backend: Backend, options: Optional[Mapping[str, str]] = None):
         self.net = net
         self.backend = backend
-        self.options = dict(options or {})
+        self.options: dict[str, str] = dict(options or {})
         self._closed = False
 
     @property
     def backend_name(self) -> str:
         return self.backend.name
 
-    def evaluate(self, positions, logits: bool = False):
+    # a str is also an Iterable[str]: the first overload (one position) wins, as at run time
+    @overload
+    def evaluate(self, positions: PositionInput, logits: bool = False) -> Evaluation: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def evaluate(self, positions: Iterable[PositionInput], logits: bool = False) -> list[Evaluation]: ...
+
+    def evaluate(self, positions: Union[PositionInput, Iterable[PositionInput]],
+                 logits: bool = False) -> Union[Evaluation, list[Evaluation]]:
         """One Evaluation for one position, a list of Evaluations for a list/iterable of positions.
 
         Many positions are evaluated in batches of `backend.max_batch`. With logits=True every
@@ -176,9 +191,9 @@ class Evaluator:
         if self._closed:
             raise BackendError("this evaluator is closed")
         single = _is_single(positions) or not _is_iterable(positions)
-        items = [positions] if single else list(positions)
+        items: list[Any] = [positions] if single else list(cast("Iterable[Any]", positions))
         histories = [_history(p, None if single else i) for i, p in enumerate(items)]
-        results = []
+        results: list[Evaluation] = []
         if histories:  # in pieces of one backend pass: the outputs of one pass at a time are held
             planes = encode_positions(histories, self.net.input_format)
             for piece in planes.chunks(max(1, int(self.backend.max_batch))):
@@ -197,7 +212,7 @@ class Evaluator:
     def __enter__(self) -> "Evaluator":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -245,7 +260,7 @@ def _fen_text(fen: str) -> str:
     return fen
 
 
-def _history(p: Any, index: Optional[int]):
+def _history(p: Any, index: Optional[int]) -> History:
     """The History of one position; a PositionError naming the position (in a batch) when it is bad."""
     from .encoding.position import parse_position
 
@@ -272,7 +287,7 @@ def _history(p: Any, index: Optional[int]):
         raise PositionError(f"position {index + 1}: {e}") from None
 
 
-def _board_history(board: chess.Board):
+def _board_history(board: chess.Board) -> History:
     """History of a python-chess board, checked as strictly as a FEN + moves: a valid root position and
     legal moves (python-chess's `push` does not check legality)."""
     from .encoding.history import History
@@ -289,7 +304,7 @@ def _board_history(board: chess.Board):
     return History.from_board(board)
 
 
-def _evaluation(history, out: NetOutputs, j: int, transform: int, with_logits: bool) -> Evaluation:
+def _evaluation(history: History, out: NetOutputs, j: int, transform: int, with_logits: bool) -> Evaluation:
     import numpy as np
 
     from .encoding.legal_policy import softmax_logits
@@ -306,7 +321,7 @@ def _evaluation(history, out: NetOutputs, j: int, transform: int, with_logits: b
     return Evaluation(
         fen=board.fen(),
         policy=policy,
-        wdl=tuple(float(v) for v in out.wdl[j]) if out.wdl is not None else None,
+        wdl=(float(out.wdl[j, 0]), float(out.wdl[j, 1]), float(out.wdl[j, 2])) if out.wdl is not None else None,
         q=float(out.q[j]),
         moves_left=float(out.mlh[j]) if out.mlh is not None else None,
         logits=raw,

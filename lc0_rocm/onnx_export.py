@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from .encoding.outputs import POLICY_SIZE
+from .encoding.packed import NUM_PLANES
 from .net.description import (
     AttentionBody,
     AttentionPolicyHead,
@@ -191,15 +192,15 @@ class _Graph:
                 raise ValueError("attention body with embedding 'tower' but the net has no conv tower")
             t = self.dense(self.nchw_to_tokens(tower_out, e.n_in), e, body.activation, "emb")
         else:
-            tokens = self.nchw_to_tokens(planes, 112)  # [N, 64, 112]
+            tokens = self.nchw_to_tokens(planes, NUM_PLANES)  # [N, 64, 112]
             if body.embedding == "pe_map":
                 # [planes ++ table] Wᵀ = planes W[:, :112]ᵀ + (table W[:, 112:]ᵀ + b): the table part is constant
                 from .encoding.pos_encoding import pos_encoding_table
 
-                const = pos_encoding_table().astype(np.float64) @ e.w[:, 112:].T.astype(np.float64)
+                const = pos_encoding_table().astype(np.float64) @ e.w[:, NUM_PLANES:].T.astype(np.float64)
                 if e.b is not None:
                     const = const + e.b
-                y = self.op("MatMul", [tokens, self.const(e.w[:, :112].T, "emb_w")], "emb")
+                y = self.op("MatMul", [tokens, self.const(e.w[:, :NUM_PLANES].T, "emb_w")], "emb")
                 t = self.act(self.op("Add", [y, self.const(const, "emb_pos")]), body.activation)
             elif body.embedding == "pe_dense":
                 vec = self.reshape(self.slice(tokens, [0], [12], [2]), [-1, 64 * 12])
@@ -311,7 +312,7 @@ def build_model(net: NetDescription):
         g.output(g.moves_left_head(feats, net.moves_left, attention), OUTPUT_MLH)
         outputs.append(helper.make_tensor_value_info(OUTPUT_MLH, TensorProto.FLOAT, ["batch", 1]))
 
-    inputs = [helper.make_tensor_value_info(INPUT_NAME, TensorProto.FLOAT, ["batch", 112, 8, 8])]
+    inputs = [helper.make_tensor_value_info(INPUT_NAME, TensorProto.FLOAT, ["batch", NUM_PLANES, 8, 8])]
     graph = helper.make_graph(g.nodes, "lc0_rocm", inputs, outputs, initializer=g.initializers)
     model = helper.make_model(
         graph,

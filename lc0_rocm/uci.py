@@ -37,7 +37,7 @@ import threading
 import time
 from typing import Callable, Optional, TextIO
 
-from . import __version__
+from .version import __version__
 from . import engine_options as eo
 from .engine import MCTS, Engine, EngineError
 from .errors import Lc0RocmError, one_line

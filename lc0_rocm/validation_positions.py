@@ -22,19 +22,18 @@ from typing import Optional
 import chess
 import chess.pgn
 
+from .encoding.history import STARTPOS_FEN
 from .errors import PositionError, one_line
-
-START = chess.STARTING_FEN
 
 # (start FEN, moves played from it). Every entry is legal; tests check that.
 CURATED: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (START, ()),
-    (START, ("e2e4",)),
-    (START, ("e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6", "e1g1")),
-    (START, ("d2d4", "g8f6", "c2c4", "e7e6", "b1c3", "f8b4", "e2e3", "e8g8")),
-    (START, ("e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6")),
-    (START, ("e2e4", "d7d5", "e4e5", "f7f5")),  # en passant e5f6 available
-    (START, ("g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1", "f6g8")),  # repetitions
+    (STARTPOS_FEN, ()),
+    (STARTPOS_FEN, ("e2e4",)),
+    (STARTPOS_FEN, ("e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6", "e1g1")),
+    (STARTPOS_FEN, ("d2d4", "g8f6", "c2c4", "e7e6", "b1c3", "f8b4", "e2e3", "e8g8")),
+    (STARTPOS_FEN, ("e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6")),
+    (STARTPOS_FEN, ("e2e4", "d7d5", "e4e5", "f7f5")),  # en passant e5f6 available
+    (STARTPOS_FEN, ("g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1", "f6g8")),  # repetitions
     ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", ()),  # kiwipete
     ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", ("a2a4",)),  # b4a3 e.p.
     ("r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1", ()),
@@ -81,7 +80,7 @@ def _random_game_positions(rng: random.Random, count: int) -> list[tuple[str, tu
             moves.append(move.uci())
         if board.is_game_over(claim_draw=False) and not board.is_checkmate():
             continue  # stalemates and dead positions add nothing a checkmate does not
-        out.append((START, tuple(moves)))
+        out.append((STARTPOS_FEN, tuple(moves)))
     return out
 
 

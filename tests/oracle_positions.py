@@ -11,21 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from chess import STARTING_FEN
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_WEIGHTS = REPO.parent / "shared" / "weights"
 MAIA = [SHARED_WEIGHTS / f"maia-{elo}.pb.gz" for elo in range(1100, 2000, 100)]
 
-START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
-
 # (fen, moves); FENs all have half-move clock 0 unless noted (V2 formats crash lc0 0.32.1 otherwise).
 POSITIONS: list[tuple[str, list[str]]] = [
-    (START, []),
-    (START, ["e2e4"]),
-    (START, ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]),
-    (START, ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1", "f6g8"]),  # repetitions
-    (START, ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5", "e1g1", "g8f6", "d2d3", "e8g8"]),  # both castled
-    (START, ["e2e4", "a7a6", "e4e5", "d7d5"]),  # en passant e5d6 available
+    (STARTING_FEN, []),
+    (STARTING_FEN, ["e2e4"]),
+    (STARTING_FEN, ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]),
+    (STARTING_FEN, ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1", "f6g8"]),  # repetitions
+    (STARTING_FEN, ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5", "e1g1", "g8f6", "d2d3", "e8g8"]),  # both castled
+    (STARTING_FEN, ["e2e4", "a7a6", "e4e5", "d7d5"]),  # en passant e5d6 available
     ("r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 0 1", []),
     ("r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R b Kq - 0 1", []),
     ("r3k2r/8/8/8/8/8/8/R3K2R w Qk - 0 1", ["a1b1", "h8g8"]),
@@ -43,7 +42,7 @@ POSITIONS: list[tuple[str, list[str]]] = [
     ("r1b1k2r/ppppnppp/2n2q2/2b5/3NP3/2P1B3/PP3PPP/RN1QKB1R w KQkq - 0 1", ["d4c6", "f6c6"]),
     ("3r1rk1/p4ppp/1p2p3/2q5/2P5/1P3NP1/P3QPKP/3R1R2 b - - 0 1", []),
     ("7k/8/8/8/8/8/8/K7 w - - 0 1", ["a1b2", "h8g7", "b2c3"]),
-    (START, ["d2d4", "d7d5", "c2c4", "e7e6", "b1c3", "g8f6", "c1g5", "f8e7", "e2e3", "e8g8", "g1f3", "b8d7"]),
+    (STARTING_FEN, ["d2d4", "d7d5", "c2c4", "e7e6", "b1c3", "g8f6", "c1g5", "f8e7", "e2e3", "e8g8", "g1f3", "b8d7"]),
 ]
 
 V2_FORMATS = (5, 133)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from chess import STARTING_FEN
 
 from lc0_rocm.backends.cpu import CpuBackend
 from lc0_rocm.bench import report
@@ -29,7 +30,6 @@ from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.net.loader import load_net
 
 ROOT = Path(__file__).resolve().parent.parent
-STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 
 # recorded per-batch times (s) of one batch size, first batch first (it is excluded)
 RECORDED = [0.0131, 0.00402, 0.00398, 0.00411, 0.00395, 0.00467, 0.00401, 0.00399, 0.00404]
@@ -80,7 +80,7 @@ class _ScriptedClock:
 def test_run_bench_excludes_warmup_and_first_batch_of_each_size():
     net = load_net(default_net_path())
     backend = CpuBackend(net)
-    position = position_history(STARTPOS)
+    position = position_history(STARTING_FEN)
     cfg = BenchConfig(batches=4, start_batch_size=1, max_batch_size=3, batch_step=2)
     warm = [0.5, 0.25]
     size1 = [0.02, 0.001, 0.003, 0.002]
@@ -103,7 +103,7 @@ def test_run_bench_excludes_warmup_and_first_batch_of_each_size():
 
 
 @pytest.mark.parametrize("fen,moves,fmt", [
-    (STARTPOS, [], 1),
+    (STARTING_FEN, [], 1),
     (None, ["e2e4", "c7c5", "g1f3"], 3),
     ("r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R b KQkq - 0 1", [], 5),
 ])
@@ -159,7 +159,7 @@ def test_wall_timing_includes_encoding_the_batch_as_lc0():
     net = load_net(default_net_path())
     clock = _FakeTime()
     backend = _SlowCpu(net, clock)
-    position = position_history(STARTPOS)
+    position = position_history(STARTING_FEN)
     encoder = _SlowEncoder(position, net.input_format, clock)
     warm, stats = run_bench(backend, position, BenchConfig(batches=3, start_batch_size=2, max_batch_size=4,
                                                            batch_step=2), clock=clock, encoder=encoder)
@@ -205,7 +205,7 @@ def test_device_timer_is_the_extra_column_and_large_batches_are_split():
     assert has_device_timer(backend) and not has_device_timer(CpuBackend(net))
     assert timer_kind(backend) == "wall" and timer_kind(backend, "device") == "device"
     assert timer_kind(CpuBackend(net), "device") == "wall"
-    position = position_history(STARTPOS)
+    position = position_history(STARTING_FEN)
     encoder = _SlowEncoder(position, net.input_format, clock)
     warm, stats = run_bench(backend, position, BenchConfig(batches=3, start_batch_size=5, max_batch_size=5),
                             clock=clock, encoder=encoder)
@@ -225,7 +225,7 @@ def test_device_time_as_primary_timing():
     net = load_net(default_net_path())
     clock = _FakeTime()
     backend = _DeviceTimedCpu(net, max_batch=2, clock=clock)
-    position = position_history(STARTPOS)
+    position = position_history(STARTING_FEN)
     encoder = _SlowEncoder(position, net.input_format, clock)
     warm, stats = run_bench(backend, position, BenchConfig(batches=3, start_batch_size=5, max_batch_size=5),
                             clock=clock, encoder=encoder, primary="device")
@@ -242,8 +242,8 @@ def test_ready_batch_timer_times_the_evaluation_only():
     net = load_net(default_net_path())
     backend = _DeviceTimedCpu(net, max_batch=2)
     timed = make_timer(backend)  # the kernel-work timer (tools/perf_suite.py): device time of a ready batch
-    assert timed(encode_fen(STARTPOS, net.input_format)) == pytest.approx(0.001)
-    assert timed(replicate(encode_fen(STARTPOS, net.input_format), 5)) == pytest.approx(0.005)
+    assert timed(encode_fen(STARTING_FEN, net.input_format)) == pytest.approx(0.001)
+    assert timed(replicate(encode_fen(STARTING_FEN, net.input_format), 5)) == pytest.approx(0.005)
     assert backend.pieces == [1, 2, 2, 1]
 
 

@@ -8,6 +8,8 @@ in the same layer or not (test_no_import_circle)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,10 +18,11 @@ PKG = Path(__file__).resolve().parent.parent / "lc0_rocm"
 
 # bottom (0) to top; a part may import parts of lower layers and its own part only
 LAYERS = {
-    "errors": 0, "activations": 0, "blas_threads": 0, "values": 0, "default_net": 0,
-    "validation_positions": 1, "engine_options": 1,  # the option table, read by every layer above
+    "errors": 0, "activations": 0, "blas_threads": 0, "values": 0, "default_net": 0, "version": 0,
+    "engine_options": 1,  # the option table, read by every layer above
     "encoding": 1,  # PackedPlanes, NetOutputs, policy map, position encoding: the I/O contract
     "net": 2,  # NetDescription, loader, writer
+    "validation_positions": 2,  # the validate suites, built on encoding's start position
     "reference": 3, "onnx_export": 3,
     "gpu.runtime": 3,  # hip-python only
     "gpu.nn": 4,  # the network on the runtime
@@ -52,25 +55,32 @@ def _is_module(name: str) -> bool:
 
 def _imports(path: Path) -> set[str]:
     """lc0_rocm-relative names of the modules `path` imports."""
-    mod = _module_name(path)
-    package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    return _imports_in(path.read_text(), _module_name(path), path.name == "__init__.py")
+
+
+def _imports_in(source: str, mod: str, is_package: bool) -> set[str]:
+    """lc0_rocm-relative names of the modules that the source of module `mod` imports; the package itself
+    (`import lc0_rocm`, `from lc0_rocm import x`, `from . import x` at the top, `from .. import x` below
+    it, x not a module) is its `__init__`."""
+    package = mod if is_package else mod.rpartition(".")[0]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            out |= {a.name[len("lc0_rocm."):] for a in node.names if a.name.startswith("lc0_rocm.")}
+            out |= {a.name[len("lc0_rocm."):] or "__init__" for a in node.names
+                    if a.name == "lc0_rocm" or a.name.startswith("lc0_rocm.")}
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".") if package else []
                 base = base[: len(base) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
-            elif (node.module or "").startswith("lc0_rocm"):
+            elif node.module == "lc0_rocm" or (node.module or "").startswith("lc0_rocm."):
                 target = node.module[len("lc0_rocm."):] if node.module != "lc0_rocm" else ""
             else:
                 continue
             for a in node.names:  # `from . import activations` imports a module
                 sub = f"{target}.{a.name}" if target else a.name
-                out.add(sub if _is_module(sub) else target)
-    return {m for m in out if m}
+                out.add(sub if _is_module(sub) else target or "__init__")
+    return out
 
 
 def _part(name: str) -> str:
@@ -104,6 +114,16 @@ def test_imports_only_look_down(path):
         if dst.startswith("gpu") and not src.startswith("gpu") and mod not in GPU_IMPORTERS:
             upward.append(f"{target} (only {', '.join(GPU_IMPORTERS)} may import lc0_rocm.gpu)")
     assert not upward, f"{mod} imports upward: " + "; ".join(upward)
+
+
+def test_package_level_imports_are_seen():
+    """An import of the package's `__init__` (e.g. the version) is an import like any other."""
+    for source, mod in [("from . import __version__", "uci"), ("from .. import __version__", "search.search"),
+                        ("from lc0_rocm import __version__", "uci"), ("import lc0_rocm", "engine"),
+                        ("def f():\n    from ... import x", "gpu.nn.network")]:
+        assert _imports_in(source, mod, False) == {"__init__"}, source
+    assert _imports_in("from . import errors, __version__", "uci", False) == {"errors", "__init__"}
+    assert _imports_in("from . import api", "", True) == {"api"}
 
 
 def test_gpu_runtime_knows_nothing_of_networks():
@@ -186,3 +206,13 @@ def test_no_import_circle():
 def test_the_circle_finder_finds_circles():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_runs_without_numba():
+    """The layering reads sources only: this module (and tests/conftest.py for it) runs where numba is
+    not installed (here: where importing it fails)."""
+    code = ("import sys; sys.modules['numba'] = None; import pytest; "
+            "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', __file__, '-k', 'not without_numba']))")
+    p = subprocess.run([sys.executable, "-c", code.replace("__file__", repr(__file__))], capture_output=True,
+                       text=True, timeout=120, cwd=PKG.parent)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]

@@ -272,6 +272,14 @@ def test_make_net_cli(tmp_path, capsys):
     rc = main(["make-net", "--shape", "tiny", "--out", str(out), "--set", "nonsense=1"])
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("lc0-rocm: error: ") and len(err.splitlines()) == 1
+    # values are read by lc0_rocm.values' one parser (yes/on/1 are true as for every option)
+    for text in ("yes", "ON", "1", "true"):
+        assert main(["make-net", "--shape", "tiny", "--out", str(out), "--set", f"smolgen={text}"]) == 0
+    for item, expected in [("smolgen=maybe", "--set smolgen=maybe: expected true or false, got 'maybe'"),
+                           ("layers=two", "--set layers=two: expected an integer, got 'two'")]:
+        capsys.readouterr()
+        assert main(["make-net", "--shape", "tiny", "--out", str(out), "--set", item]) == 1
+        assert capsys.readouterr().err == f"lc0-rocm: error: {expected}\n"
 
 
 def test_schema_roundtrip_field_numbers():

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from chess import STARTING_FEN
 
 from lc0_rocm.encoding.planes import encode_position
 from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.errors import Lc0RocmError, PositionError
-
-START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
-
 
 def _err(fen, moves=()):
     with pytest.raises(PositionError) as ei:
@@ -79,7 +77,7 @@ def test_good_positions():
     assert len(h) == 1 and h.last.is_startpos_board
     h = parse_position("startpos", ["e2e4"])
     assert len(h) == 2 and h.black_to_move
-    h = parse_position("  " + START + "  ", [" e2e4 "])
+    h = parse_position("  " + STARTING_FEN + "  ", [" e2e4 "])
     assert len(h) == 2
     # castling accepted as e1g1 and as king-takes-rook e1h1, giving the same encoding
     pre = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6"]

@@ -41,6 +41,7 @@ from lc0_rocm.search.timemgr import TimeManager, estimated_moves_to_go
 
 from lc0_oracle import require_lc0
 from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR, require_shared
+from uci_pipe import UciPipe
 
 MAIA = SHARED_WEIGHTS_DIR / "maia-1900.pb.gz"
 SMALL = WEIGHTS_DIR / "se-classical-small.pb.gz"
@@ -94,39 +95,28 @@ _STATS = re.compile(r"^info string (\S+)\s+\((\d+)\s*\) N:\s+(\d+) .*\(P:\s+([\d
 
 
 def _lc0_verbose(weights, cases, minibatch=1):
-    p = subprocess.Popen([require_lc0(), f"--weights={weights}", "--backend=eigen"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-    send = lambda s: (p.stdin.write(s + "\n"), p.stdin.flush())  # noqa: E731
-    for opt in ("VerboseMoveStats value true", "Threads value 1", f"MinibatchSize value {minibatch}",
-                "MaxPrefetch value 0", "SmartPruningFactor value 0"):
-        send("setoption name " + opt)
+    eng = UciPipe([require_lc0(), f"--weights={weights}", "--backend=eigen"], stderr=subprocess.DEVNULL)
     results = []
     try:
+        for opt in ("VerboseMoveStats value true", "Threads value 1", f"MinibatchSize value {minibatch}",
+                    "MaxPrefetch value 0", "SmartPruningFactor value 0"):
+            eng.send("setoption name " + opt)
         for fen, moves, n in cases:
             pos = "startpos" if fen is None else f"fen {fen}"
             if moves:
                 pos += " moves " + " ".join(moves)
-            send("ucinewgame")
-            send(f"position {pos}")
-            send(f"go nodes {n}")
-            lines = []
+            eng.send("ucinewgame")
+            eng.send(f"position {pos}")
+            *info, best = eng.answer(f"go nodes {n}", timeout=120)
+            lines = [line for line in info if line.startswith("info string")]
             nodes = 0
-            while True:
-                line = p.stdout.readline()
-                assert line, "lc0 exited"
-                if line.startswith("bestmove"):
-                    results.append((lines, line.split()[1], nodes))
-                    break
-                if line.startswith("info string"):
-                    lines.append(line.rstrip("\n"))
-                elif line.startswith("info") and " nodes " in line:
+            for line in info:
+                if line.startswith("info") and not line.startswith("info string") and " nodes " in line:
                     words = line.split()
                     nodes = int(words[words.index("nodes") + 1])
-        send("quit")
-        p.wait(timeout=30)
+            results.append((lines, best.split()[1], nodes))
     finally:
-        if p.poll() is None:
-            p.kill()
+        eng.close()
     return results
 
 

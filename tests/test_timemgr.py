@@ -10,10 +10,8 @@ long lc0 or we overrun a budget is a latency, measured in docs/reliability.md, n
 
 from __future__ import annotations
 
-import queue
 import re
 import subprocess
-import threading
 import time
 
 import pytest
@@ -33,6 +31,7 @@ from lc0_rocm.search.timemgr import (
 
 from lc0_oracle import require_lc0
 from netpaths import SHARED_WEIGHTS_DIR, require_shared
+from uci_pipe import UciPipe
 
 
 def mtg(ply: float, midpoint: float, steepness: float) -> float:
@@ -434,55 +433,29 @@ def _need_lc0() -> str:
 
 
 class _Lc0:
-    """lc0 on raw pipes; `think(position, go)` -> (wall ms from `position` to `bestmove`, lc0's own
+    """lc0 on a UciPipe; `think(position, go)` -> (wall ms from `position` to `bestmove`, lc0's own
     last reported `time`). lc0 starts the move clock at `position`, so both are sent together."""
 
     def __init__(self, exe: str, spec: str, logfile):
-        self.p = subprocess.Popen(
+        self.pipe = UciPipe(
             [exe, f"--weights={LC0_NET}", "--backend=eigen", "--threads=1", "--smart-pruning-factor=0",
              f"--move-overhead={OVERHEAD}", f"--time-manager={spec}", f"--logfile={logfile}"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-        self.q: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self._send("uci")
-        self._until("uciok")
-        self._send("isready")
-        self._until("readyok", 30)
-
-    def _read(self):
-        for line in self.p.stdout:
-            self.q.put(line.strip())
-        self.q.put(None)
-
-    def _send(self, s):
-        self.p.stdin.write(s + "\n")
-        self.p.stdin.flush()
-
-    def _until(self, prefix, timeout=15.0):
-        end, before = time.monotonic() + timeout, []
-        while True:
-            line = self.q.get(timeout=max(0.01, end - time.monotonic()))
-            if line is None:
-                raise RuntimeError("lc0 exited: " + " | ".join(before[-5:]))
-            if line.startswith(prefix):
-                return line, before
-            before.append(line)
+            stderr=subprocess.DEVNULL)
+        self.pipe.send("uci")
+        self.pipe.until("uciok", 15)
+        self.pipe.send("isready")
+        self.pipe.until("readyok", 30)
 
     def think(self, position: str, go_line: str):
-        t0 = time.monotonic()
-        self._send(position)
-        self._send(go_line)
-        _, before = self._until("bestmove")
-        wall = (time.monotonic() - t0) * 1000.0
+        t0 = self.pipe.send(position)
+        self.pipe.send(go_line)
+        t, _, before = self.pipe.until("bestmove", 15)
+        wall = (t - t0) * 1000.0
         times = [int(m.group(1)) for ln in before for m in [re.search(r"\btime (\d+)", ln)] if m]
         return wall, (times[-1] if times else None)
 
     def close(self):
-        try:
-            self._send("quit")
-            self.p.wait(10)
-        except Exception:
-            self.p.kill()
+        self.pipe.close()
 
 
 def _go(s: str) -> GoParams:

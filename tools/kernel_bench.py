@@ -35,7 +35,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from lc0_rocm.encoding.outputs import POLICY_SIZE
-    from lc0_rocm.encoding.policy_map import ATTENTION_POLICY_MAP
+    from lc0_rocm.encoding.policy_map import ATTENTION_MAP_SIZE, ATTENTION_POLICY_MAP
     from lc0_rocm.gpu.nn.kernels import NnKernels
     from lc0_rocm.gpu.runtime.device import get_device
     from lc0_rocm.gpu.runtime.hiperr import hip_call
@@ -58,7 +58,7 @@ def main() -> int:
     x, skip, gamma, beta, b1 = put((rows, dm)), put((rows, dm)), put(dm), put(dm), put(dm)
     ffh = put((rows, dff))
     qk, ppo = put((rows, 2 * args.pdm), 0.1), put((4, args.pdm))
-    pmap = DeviceBuffer.allocate(dev, 4288 * 4)
+    pmap = DeviceBuffer.allocate(dev, ATTENTION_MAP_SIZE * 4)
     pmap.upload(np.asarray(ATTENTION_POLICY_MAP, dtype=np.int32).reshape(-1))
     pol = DeviceBuffer.allocate(dev, n * POLICY_SIZE * 4)
     # k: the product's kernels (mha_t128, layernorm8, the whole-position policy kernel); k_old: the simple

@@ -78,6 +78,9 @@ import chess.engine
 import chess.pgn
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from lc0_rocm.engine_options import BACKENDS  # noqa: E402  (the one list of backend names)
+
 DEFAULT_WEIGHTS = REPO.parent / "shared" / "weights" / "maia-1900.pb.gz"
 Z95 = 1.959964
 INTERVAL_METHOD = "normal approximation, per-game (trinomial) variance, as cutechess-cli"
@@ -633,7 +636,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="play on a clock instead, MINUTES+INCREMENT (e.g. 3+0, 1+0); see the module docstring")
     p.add_argument("--weights", "-w", type=Path, default=DEFAULT_WEIGHTS,
                    help="the net for both engines (default ../shared/weights/maia-1900.pb.gz)")
-    p.add_argument("--backend", "-b", default="cpu", choices=("cpu", "rocm-auto", "rocm", "rocm-fp16"),
+    p.add_argument("--backend", "-b", default="cpu", choices=BACKENDS,
                    help="lc0-rocm's Backend option (default cpu); lc0 always uses eigen")
     p.add_argument("--lc0", default=None, help="the lc0 binary (default: next to this Python, else on PATH)")
     p.add_argument("--concurrency", "-c", type=int, default=1, help="games in parallel (default 1)")

@@ -26,8 +26,8 @@ RSS (or GPU) slope is >= S. --pgn FILE writes the games.
     python3 tools/soak.py --games 1000 --nodes 32 --backend cpu --out /tmp/soak.csv --max-slope 0.005
     python3 tools/soak.py --games 200 --backend rocm-fp16 --weights NET --nodes 32 --out soak-gpu.csv
 
-Flags: --games, --weights (default: the engine's own default net), --backend (cpu, rocm, rocm-fp16,
-rocm-auto, auto; default auto), --nodes | --movetime, --option NAME=VALUE (an engine option;
+Flags: --games, --weights (default: the engine's own default net), --backend (a name of
+engine_options.BACKENDS; default auto), --nodes | --movetime, --option NAME=VALUE (an engine option;
 repeatable), --engine-cmd "CMD ARGS" (shell-style words), --seed, --max-plies, --out, --pgn,
 --max-slope, --quiet, --no-newgame (`ucinewgame` before the first game only, as from a GUI that never
 sends it: the NN cache is then never emptied and fills up to NNCacheSize). A bad flag is one line on
@@ -51,6 +51,9 @@ import chess.engine
 import chess.pgn
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from lc0_rocm.engine_options import BACKENDS  # noqa: E402  (the one list of backend names)
+
 COLUMNS = ["game", "plies", "result", "seconds", "rss_mb", "gpu_mb", "opening_plies", "end"]
 MB = 1_000_000
 
@@ -253,7 +256,7 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     ap = _Parser(prog="soak.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--games", type=int, required=True)
     ap.add_argument("--weights", default=None)
-    ap.add_argument("--backend", default="auto", choices=["auto", "cpu", "rocm", "rocm-fp16", "rocm-auto"])
+    ap.add_argument("--backend", default="auto", choices=BACKENDS)
     lim = ap.add_mutually_exclusive_group()
     lim.add_argument("--nodes", type=int, default=None)
     lim.add_argument("--movetime", type=int, default=None, help="milliseconds per move")

@@ -45,6 +45,7 @@ from lc0_rocm.net.description import (  # noqa: E402
     NetDescription,
 )
 from lc0_rocm.encoding.history import STARTPOS_FEN  # noqa: E402
+from lc0_rocm.encoding.packed import NUM_PLANES  # noqa: E402
 
 MODES = ("eager", "compile", "reduce-overhead", "max-autotune")
 # (atol, rtol) lc0's HIP backend was validated with through lc0's check backend (the atol/rtol options of
@@ -338,7 +339,7 @@ def build_model(net: NetDescription, dtype, device, attention: str = "sdpa"):
             dense = bits.to(values.dtype) * values.unsqueeze(-1)
             tower_tokens = None
             if self.tower is not None:
-                tower_tokens = to_tokens(self.tower(dense.reshape(n, 112, 8, 8)))
+                tower_tokens = to_tokens(self.tower(dense.reshape(n, NUM_PLANES, 8, 8)))
             if self.body is not None:
                 feats = self.body(dense.transpose(1, 2), tower_tokens)
             else:

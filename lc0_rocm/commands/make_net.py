@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..values import parse_bool, parse_int
+
 # command-line option -> NetShape field (all optional overrides of the shape's defaults)
 _INT_OVERRIDES = {
     "embedding": "attention-body embedding size E",
@@ -24,13 +26,14 @@ _INT_OVERRIDES = {
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from ..net.codec import ENCODINGS
     from ..net.make_net import SHAPES  # light: numpy + protobuf only
 
     parser.add_argument("--shape", default="tiny", choices=sorted(SHAPES), help="net shape (default tiny)")
     parser.add_argument("--out", required=True, help="output file (.pb.gz, or .pb for plain protobuf)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--input-format", type=int, help="lc0 input format number (1, 2, 3, 4, 5, 132, 133)")
-    parser.add_argument("--encoding", choices=["LINEAR16", "FLOAT16", "BFLOAT16", "FLOAT32"],
+    parser.add_argument("--encoding", choices=list(ENCODINGS),
                         help="layer encoding (default LINEAR16, the only one lc0 v0.32 reads)")
     for name, help_text in _INT_OVERRIDES.items():
         parser.add_argument("--" + name.replace("_", "-"), type=int, dest=name, help=help_text)
@@ -40,15 +43,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _parse_value(text: str, current):
     if isinstance(current, bool):
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"expected true/false, got '{text}'")
+        return parse_bool(text)
     if isinstance(current, tuple):
         return tuple(x for x in text.split(",") if x)
     if isinstance(current, int) or (current is None and text.lstrip("-").isdigit()):
-        return int(text)
+        return parse_int(text)
     if text.lower() == "none":
         return None
     return text
@@ -69,7 +68,10 @@ def run(args) -> int:
             key = key.strip().replace("-", "_")
             if not sep or not hasattr(base, key):
                 raise ValueError(f"--set {item}: expected FIELD=VALUE with a NetShape field")
-            overrides[key] = _parse_value(text.strip(), getattr(base, key))
+            try:
+                overrides[key] = _parse_value(text.strip(), getattr(base, key))
+            except ValueError as e:  # values.py's rule: the caller puts its own name in front
+                raise ValueError(f"--set {item}: {e}") from None
         net = make_net(args.shape, seed=args.seed, **overrides)
     except ValueError as e:
         raise Lc0RocmError(str(e)) from None

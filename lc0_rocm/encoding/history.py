@@ -25,8 +25,8 @@ from typing import Iterator, Optional
 import chess
 import numpy as np
 
+from .transforms import MASK64
 
-MASK64 = (1 << 64) - 1
 _PACK13 = struct.Struct("<13Q")
 _PACK13_BE = struct.Struct(">13Q")
 STARTPOS_FEN = chess.STARTING_FEN  # the one home of the start position's FEN (lc0's `startpos`)

@@ -27,15 +27,14 @@ import chess
 import numpy as np
 
 from ..errors import NetFormatError
-from .history import History, MASK64
+from .history import History
 from .packed import NUM_PLANES, PackedPlanes
-from .transforms import FLIP, MIRROR, TRANSPOSE, reverse_bytes, transform_bitboard, transform_bitboards
+from .transforms import FLIP, MASK64, MIRROR, TRANSPOSE, reverse_bytes, transform_bitboard, transform_bitboards
 
 INPUT_FORMATS = (1, 2, 3, 4, 5, 132, 133)
 FILL_MODES = ("no", "fen_only", "always")  # lc0's FillEmptyHistory values
 FILL_CODES = {mode: code for code, mode in enumerate(FILL_MODES)}  # the compiled encoder's codes
 AUX = 104
-_ALL = MASK64
 
 _CANONICAL = {f: f >= 3 for f in INPUT_FORMATS}
 _HECTO = {f: f >= 4 for f in INPUT_FORMATS}
@@ -121,13 +120,13 @@ def _encode_into(history: History, input_format: int, fill: str, masks: np.ndarr
         oq, ok_, tq, tk = (bq, bks, wq, wks) if black else (wq, wks, bq, bks)
         if input_format == 1:
             if oq >= 0:
-                masks[AUX + 0] = _ALL
+                masks[AUX + 0] = MASK64
             if ok_ >= 0:
-                masks[AUX + 1] = _ALL
+                masks[AUX + 1] = MASK64
             if tq >= 0:
-                masks[AUX + 2] = _ALL
+                masks[AUX + 2] = MASK64
             if tk >= 0:
-                masks[AUX + 3] = _ALL
+                masks[AUX + 3] = MASK64
         else:
             masks[AUX + 0] = (1 << oq if oq >= 0 else 0) | (1 << (56 + tq) if tq >= 0 else 0)
             masks[AUX + 1] = (1 << ok_ if ok_ >= 0 else 0) | (1 << (56 + tk) if tk >= 0 else 0)
@@ -135,12 +134,12 @@ def _encode_into(history: History, input_format: int, fill: str, masks: np.ndarr
         if last.ep_file >= 0:
             masks[AUX + 4] = 1 << (56 + last.ep_file)
     elif black:
-        masks[AUX + 4] = _ALL
-    masks[AUX + 5] = _ALL
+        masks[AUX + 4] = MASK64
+    masks[AUX + 5] = MASK64
     values[AUX + 5] = np.float32(last.rule50) / np.float32(100.0) if _HECTO[input_format] else last.rule50
     if _ARMAGEDDON[input_format] and black:
-        masks[AUX + 6] = _ALL
-    masks[AUX + 7] = _ALL
+        masks[AUX + 6] = MASK64
+    masks[AUX + 7] = MASK64
 
     # ---- history planes
     v2 = _V2[input_format]

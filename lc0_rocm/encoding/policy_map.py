@@ -49,6 +49,7 @@ _QUEEN_DIRS = ((0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1,
 _KNIGHT_DIRS = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))
 _PROMO_PIECES = "qrb"  # order of the promotion entries in the 1858 list / attention head
 _CONV_PROMO_PIECES = "rbq"  # order of the promotion planes of the conv head
+ATTENTION_MAP_SIZE = 64 * 64 + 8 * 24  # the attention head's raw outputs: from-to, then promotion logits
 
 
 def _name(sq: int) -> str:
@@ -120,7 +121,7 @@ def _build_conv_map() -> np.ndarray:
 
 
 def _build_attention_map() -> np.ndarray:
-    out = np.full(64 * 64 + 8 * 24, -1, dtype=np.int32)
+    out = np.full(ATTENTION_MAP_SIZE, -1, dtype=np.int32)
     out[:4096] = FROM_TO_INDEX
     for y in range(8):
         for w in range(8):

@@ -33,6 +33,7 @@ from google.protobuf.message import DecodeError
 
 from ..encoding.outputs import POLICY_SIZE
 from ..encoding.packed import NUM_PLANES
+from ..encoding.planes import INPUT_FORMATS
 from ..errors import NetFormatError
 from . import schema
 from .codec import decode_layer, layer_encoding, layer_size
@@ -67,7 +68,6 @@ VALUE_CLASSICAL, VALUE_WDL = 1, 2
 MOVES_LEFT_NONE, MOVES_LEFT_V1 = 0, 1
 DEFAULT_ACTIVATION_RELU, DEFAULT_ACTIVATION_MISH = 0, 1
 EMBEDDING_NONE, EMBEDDING_PE_MAP, EMBEDDING_PE_DENSE = 0, 1, 2
-INPUT_FORMATS = (1, 2, 3, 4, 5, 132, 133)
 # what this loader reads, after the fix-ups (lc0's backends accept the same sets)
 SUPPORTED_NETWORKS = (NETWORK_CLASSICAL_WITH_HEADFORMAT, NETWORK_SE_WITH_HEADFORMAT, NETWORK_AB, NETWORK_AB_MULTIHEAD)
 ATTENTION_BODY_NETWORKS = (NETWORK_AB, NETWORK_AB_MULTIHEAD)
@@ -524,7 +524,7 @@ def _read_tower(b: _Build) -> Optional[ConvTower]:
         return None
     if not attention_body and len(w.residual) == 0:
         raise NetFormatError("weights.residual: conv-body net without residual blocks")
-    inp = rd.conv(w.input, "weights.input", 112, 3)
+    inp = rd.conv(w.input, "weights.input", NUM_PLANES, 3)
     f = inp.n_out
     blocks = []
     for i, res in enumerate(w.residual):
@@ -566,7 +566,7 @@ def _read_body(b: _Build, tower: Optional[ConvTower]) -> Optional[AttentionBody]
         c_in = NUM_PLANES + pb.size // 64
         dims["preproc_d"] = pb.size // 64
     else:
-        embedding, c_in = "pe_map", 112 + 64
+        embedding, c_in = "pe_map", NUM_PLANES + 64
     emb = rd.dense(w, "ip_emb_w", "ip_emb_b", "weights", n_in=c_in)
     e = emb.n_out
     eps = 1e-3 if pe_dense else 1e-6

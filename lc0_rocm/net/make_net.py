@@ -254,7 +254,7 @@ def make_net(shape="tiny", seed: int = 0, **overrides) -> "schema.Net":
 
     # ---- conv tower
     if tower:
-        gen.conv(w.input, s.filters, 112, 3)
+        gen.conv(w.input, s.filters, NUM_PLANES, 3)
         for i in range(s.blocks):
             r = w.residual.add()
             gen.conv(r.conv1, s.filters, s.filters, 3)

@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from ...encoding.packed import NUM_PLANES
 from ...encoding.policy_map import ATTENTION_POLICY_MAP
 from ...net.description import AttentionBody, AttentionPolicyHead, EncoderLayer, Smolgen
 from ..runtime.memory import DeviceBuffer
@@ -123,9 +124,9 @@ class AttentionBodyGpu:
                 raise ValueError("attention body with embedding 'tower' but the net has no conv tower")
             self.cin = tower_width
         elif body.embedding == "pe_map":
-            self.cin = 112 + 64
+            self.cin = NUM_PLANES + 64
         elif body.embedding == "pe_dense":
-            self.cin = 112 + body.preproc.n_out // 64
+            self.cin = NUM_PLANES + body.preproc.n_out // 64
         else:
             raise ValueError(f"unknown attention-body embedding {body.embedding!r}")
         self.ld_in = round_up(self.cin) if body.embedding != "tower" else self.cin
@@ -169,7 +170,7 @@ class AttentionBodyGpu:
                             stream=stream)
             if self.preproc is not None:
                 self.preproc(vec12, ws["pos"], n, lane)
-                k.copy_columns(ws["pos"], tokens, n * 64, self.cin - 112, self.ld_in, 112, stream=stream)
+                k.copy_columns(ws["pos"], tokens, n * 64, self.cin - NUM_PLANES, self.ld_in, NUM_PLANES, stream=stream)
         self.emb(tokens, y, n, lane)
         if self.emb_norm is not None:
             self.emb_norm(y, y, n, lane, bias=self.emb.b, act=body.activation, gate_mul=self.gate_mul,

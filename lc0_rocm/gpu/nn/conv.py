@@ -22,6 +22,7 @@ from typing import Optional
 
 import numpy as np
 
+from ...encoding.packed import NUM_PLANES
 from ...encoding.policy_map import CONV_POLICY_GATHER_SQUARE_MAJOR
 from ...net.description import ClassicalPolicyHead, Conv, ConvPolicyHead, ConvTower
 from ..runtime.memory import DeviceBuffer
@@ -196,12 +197,12 @@ class ConvTowerGpu:
         self.input = ConvGpu(ctx, tower.input, tower.activation)
         self.blocks = [ResidualBlockGpu(ctx, blk, tower.activation) for blk in tower.blocks]
         self.filters = self.input.n_out
-        ctx.ws.request("planes", ctx.max_batch * 64 * 112)
+        ctx.ws.request("planes", ctx.max_batch * 64 * NUM_PLANES)
 
     def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None) -> None:
         ws = self.ctx.ws
         masks, values = split_input(x, n)
-        self.ctx.kernels.expand_planes(masks, values, ws["planes"], n, 112, stream=self.ctx.where(lane)[0])
+        self.ctx.kernels.expand_planes(masks, values, ws["planes"], n, NUM_PLANES, stream=self.ctx.where(lane)[0])
         self.input.transform(ws["planes"], n, lane)
         self.input.multiply(n, lane)
         ready = bool(self.blocks) and self.input.feeds(self.blocks[0].conv1)

@@ -16,6 +16,8 @@ import math
 import numpy as np
 
 from ...encoding.outputs import POLICY_SIZE
+from ...encoding.packed import NUM_PLANES
+from ...encoding.policy_map import ATTENTION_MAP_SIZE
 from ..runtime.dtypes import storage_type
 from ..runtime.kernel import get_kernel, ptr
 
@@ -24,7 +26,6 @@ ACT_CODES = {"none": 0, "relu": 1, "relu2": 2, "mish": 3, "swish": 4, "selu": 5,
 BLOCK = 256
 MAX_GRID = 65535
 MAX_MHA_DEPTH = 64
-ATTENTION_MAP_SIZE = 4288
 # attention kernels: t128 (the fast one) where mha_t128_ok, else simple (any depth <= 64); auto picks
 MHA_VARIANTS = ("auto", "simple", "t128")
 # the activations conv.hip is compiled for (CONV_ACT): a classical tower's are relu or mish (lc0's
@@ -112,11 +113,11 @@ class NnKernels:
 
         masks: uint64 [n, 112] buffer, values: float32 [n, 112] buffer.
         """
-        cols = 176 if pe_map else 112
+        cols = NUM_PLANES + 64 if pe_map else NUM_PLANES
         if ld < cols:
             raise ValueError(f"expand_planes: ld {ld} < {cols} columns")
-        self._need("masks", masks, n * 112, 8)
-        self._need("values", values, n * 112, 4)
+        self._need("masks", masks, n * NUM_PLANES, 8)
+        self._need("values", values, n * NUM_PLANES, 4)
         self._need("out", out, n * 64 * ld)
         self._need("vec12", vec12, n * 768)
         total = n * 64 * cols
