@@ -177,3 +177,55 @@ def test_compiled_legal_moves_equal_python_chess():
             after.push(move)
             h, board = h.push(move, after), after
     assert checked > 1000
+
+
+def test_sigkill_at_several_points_then_resume_gives_every_position_once(tmp_path):
+    """All four outputs, the run killed with SIGKILL (as a crash or the out-of-memory killer would)
+    right after its sidecar appears (the CSV headers are written by then), in the middle of the
+    records, and once a checkpoint has passed; each later `--resume` accepts the files, and the
+    last one gives every position, summary row and annotated game exactly once."""
+    games = random_games(40, seed=31, max_plies=24)
+    write_pgn(tmp_path / "g.pgn", games)
+    ref = ["--jsonl", tmp_path / "ref.jsonl", "--csv", tmp_path / "ref.csv", "--summary", tmp_path / "ref_s.csv",
+           "--pgn-out", tmp_path / "ref.pgn"]
+    out = ["--jsonl", tmp_path / "o.jsonl", "--csv", tmp_path / "o.csv", "--summary", tmp_path / "s.csv",
+           "--pgn-out", tmp_path / "o.pgn"]
+    cmd = [sys.executable, "-m", "lc0_rocm.cli", "analyse", "--backend", "cpu", tmp_path / "g.pgn",
+           "--batch-size", "16", *out]
+    side = tmp_path / "o.jsonl.resume.json"
+
+    def sidecar_game() -> int:
+        try:
+            return int(json.load(open(side))["game"])
+        except (OSError, ValueError, KeyError):
+            return -1
+
+    def jsonl_size() -> int:
+        return os.path.getsize(tmp_path / "o.jsonl") if os.path.exists(tmp_path / "o.jsonl") else 0
+
+    points = [lambda start: side.exists(),  # the sidecar of a fresh run: before the first game
+              lambda start: jsonl_size() > start[0],  # some records written
+              lambda start: sidecar_game() > start[1]]  # a checkpoint passed
+    for k, reached in enumerate(points):
+        start = (jsonl_size(), sidecar_game())
+        p = subprocess.Popen(list(map(str, cmd + (["--resume"] if k else []))), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and p.poll() is None and not reached(start):
+            time.sleep(0.002)
+        p.send_signal(signal.SIGKILL)
+        _, err = p.communicate(timeout=60)
+        assert "Traceback" not in err and "cannot resume" not in err, err
+    analyse(*cmd[6:], "--resume")
+    assert not side.exists()  # a finished run leaves no sidecar
+    analyse(tmp_path / "g.pgn", "--batch-size", "16", *ref)
+    assert not (tmp_path / "ref.jsonl.resume.json").exists()
+    plies = [(n, k) for n, g in enumerate(games, 1) for k in range(1, len(list(g.mainline_moves())) + 1)]
+    assert [(r["game"], r["ply"]) for r in read_jsonl(tmp_path / "o.jsonl")] == plies
+    same_records(read_jsonl(tmp_path / "o.jsonl"), read_jsonl(tmp_path / "ref.jsonl"))
+    rows = open(tmp_path / "o.csv").read().splitlines()
+    assert rows[0] == open(tmp_path / "ref.csv").readline().strip() and len(rows) == len(plies) + 1
+    assert [tuple(map(int, r.split(",")[:2])) for r in rows[1:]] == plies
+    summary = open(tmp_path / "s.csv").read().splitlines()
+    assert summary[0].startswith("game,") and [int(r.split(",")[0]) for r in summary[1:]] == list(range(1, 41))
+    assert (tmp_path / "o.pgn").read_text().count("[Event ") == len(games)

@@ -69,7 +69,7 @@ def run(args, selection, thresholds, signature: dict) -> int:
 
                 run_search_mode(evaluator, cfg, args.nodes, sink)
 
-        code = write_all(body, outputs, progress)
+        code = write_all(body, outputs, progress, args.max_games)
         if page is not None:
             page.write()
         if code == 130:
