@@ -229,3 +229,23 @@ def test_sigkill_at_several_points_then_resume_gives_every_position_once(tmp_pat
     summary = open(tmp_path / "s.csv").read().splitlines()
     assert summary[0].startswith("game,") and [int(r.split(",")[0]) for r in summary[1:]] == list(range(1, 41))
     assert (tmp_path / "o.pgn").read_text().count("[Event ") == len(games)
+
+
+def test_workers_default_is_the_same_in_help_readme_and_code():
+    """`analyse --help` and the README say the same default for `--workers`, and it is the code's."""
+    import re
+    from pathlib import Path
+
+    from lc0_rocm.analyse.driver import default_workers
+
+    p = subprocess.run([sys.executable, "-m", "lc0_rocm.cli", "analyse", "--help"], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    flat = " ".join(p.stdout.split())
+    m = re.search(r"--workers N worker processes [^(]*\(default: ([^)]*)\)", flat)
+    assert m, flat
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
+    assert f"(`--workers`, default: {m.group(1)};" in readme
+    assert m.group(1) == "none on the CPU backend, else one per core less two, at most 32"
+    cores = os.cpu_count() or 1
+    assert default_workers("cpu") == 0 and default_workers("rocm") == max(0, min(32, cores - 2))
