@@ -194,3 +194,27 @@ def test_mate_judgements_replace_the_loss_in_a_game():
     assert by_hand_win(700) < 96 < by_hand_win(999)
     assert [r["nag"] for r in recs] == ["?", None, "??", "??"]
     assert [r["blunder"] for r in recs] == [False, False, True, True]
+
+
+def test_mate_created_in_the_annotated_pgn_uses_lichess_words():
+    """1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6?? (4. Qxf7#): Black's last move lets White mate (proven after
+    it, White's view +1): lichess's "Checkmate is now unavoidable" and `??` in the annotated PGN."""
+    import chess
+
+    from lc0_rocm.analyse.formats import pgn_text
+    from lc0_rocm.analyse.records import THRESHOLDS, judge_game
+    from lc0_rocm.analyse.work import GameTask
+
+    moves = ["e2e4", "e7e5", "d1h5", "b8c6", "f1c4", "g8f6"]
+    board, recs = chess.Board(), []
+    for ply, uci in enumerate(moves, 1):
+        last = ply == len(moves)
+        r = search_record(ply, 0.45, 0.45 if not last else 0.0, after_mate=-1 if last else None)
+        r.update(played=uci, best="g7g6" if last else uci, fen=board.fen())
+        recs.append(r)
+        board.push_uci(uci)
+    judge_game(recs, THRESHOLDS["lichess"], "search")
+    assert [r["nag"] for r in recs] == [None] * 5 + ["??"]
+    task = GameTask(1, "t", 1, "pgn", headers=[("Event", "mate")], moves=moves)
+    text = pgn_text(task, recs, "test")
+    assert "Nf6 $4 { [%eval #1] Checkmate is now unavoidable. g6 was best. }" in " ".join(text.split())

@@ -49,17 +49,31 @@ MATE_CREATED_CP = (-999, -700)  # evaluation before below these: inaccuracy, mis
 MATE_LOST_CP = (999, 700)  # evaluation after above these: inaccuracy, mistake (else blunder)
 
 
+MATE_SEQUENCES = {"created": "Checkmate is now unavoidable", "lost": "Lost forced checkmate sequence"}  # lichess's words
+
+
+def mate_sequence(prev_mate: Optional[int], next_mate: Optional[int]) -> Optional[str]:
+    """"created", "lost" or None (`MATE_SEQUENCES`): what a move did to proven mates, from the mover's
+    view (moves to mate before and after it; negative: the mover is mated; None: none proven)."""
+    if prev_mate is None and next_mate is not None and next_mate < 0:
+        return "created"
+    if prev_mate is not None and prev_mate > 0 and (next_mate is None or next_mate < 0):
+        return "lost"
+    return None
+
+
 def mate_judgement(prev_mate: Optional[int], next_mate: Optional[int], before: float,
                    after: float) -> Optional[str]:
     """lichess's judgement ("?!", "?", "??" or None) of a move where a proven mate is in play, all from
     the mover's view: `prev_mate`/`next_mate` moves to mate before and after the move (negative: the
     mover is mated; None: no proven mate), `before`/`after` the win% there. The centipawn limits
     are compared as win% (`win_percent` of them), the unit of the evaluations here."""
-    if prev_mate is None and next_mate is not None and next_mate < 0:  # mate created
+    sequence = mate_sequence(prev_mate, next_mate)
+    if sequence == "created":
         if before < win_percent(MATE_CREATED_CP[0]):
             return "?!"
         return "?" if before < win_percent(MATE_CREATED_CP[1]) else "??"
-    if prev_mate is not None and prev_mate > 0 and (next_mate is None or next_mate < 0):  # mate lost
+    if sequence == "lost":
         wp = after if next_mate is None else win_percent(0)
         if wp > win_percent(MATE_LOST_CP[0]):
             return "?!"

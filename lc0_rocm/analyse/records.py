@@ -53,7 +53,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .accuracy import mate_judgement, move_accuracy
+from .accuracy import mate_judgement, mate_sequence, move_accuracy
 
 # keys in schema order; MODE_KEYS extend COMMON_KEYS
 COMMON_KEYS = ("game", "ply", "fen", "turn", "played", "played_san", "best", "q", "wdl", "white_score",
@@ -111,6 +111,7 @@ def judge(record: dict, thresholds: Thresholds, after: Optional[float] = None,
     nag = thresholds.nag(loss)
     if loss is not None and (record.get("mate") is not None or next_mate is not None):
         nag = mate_judgement(record.get("mate"), next_mate, score_win_percent(best), score_win_percent(after))
+        record["_mate"] = mate_sequence(record.get("mate"), next_mate)  # the annotated PGN's words
     record["nag"] = nag
     record["blunder"] = nag == "??"
     record["accuracy"] = None if loss is None else move_accuracy(score_win_percent(best), score_win_percent(after))
