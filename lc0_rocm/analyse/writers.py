@@ -229,6 +229,11 @@ class Outputs:
                 self.note(f"lc0-rocm: cannot remove {path}: {e.strerror or e}")
 
     def close(self, final: bool = True, complete: bool = False) -> None:
+        if final and self.files and complete:
+            try:
+                self._flush()
+            except OutputError:  # the end did not reach the files: keep the sidecar of the last save
+                complete = False
         if final and self.files and not complete:
             try:
                 self._save()
