@@ -435,6 +435,14 @@ def test_raw_mode_names_the_policys_top_move_not_a_best_one():
         assert data["moves"][0]["best_is"] == ("policy's top" if raw else "best")
         if raw:
             assert ", best " not in title
+    # the annotated PGN says the same
+    from lc0_rocm.analyse.formats import pgn_text
+    from lc0_rocm.analyse.work import GameTask
+
+    for raw, words in ((True, "Mistake. d4 was the policy's top move."), (False, "Mistake. d4 was best.")):
+        recs = two_plies(raw)
+        text = pgn_text(GameTask(1, "t", 1, "pgn", moves=[r["played"] for r in recs]), recs, "test")
+        assert words in " ".join(text.split()), text
 
 
 def test_graph_has_axis_titles_and_the_move_list_a_fixed_width():

@@ -21,6 +21,8 @@ import shutil
 import tempfile
 from typing import Callable, Iterable, Optional
 
+from .records import best_is
+
 DASH = "–"
 NAG_CLASS = {"?!": "inaccuracy", "?": "mistake", "??": "blunder"}
 HEADER_KEYS = {"white": "White", "black": "Black", "result": "Result", "event": "Event", "date": "Date"}
@@ -190,16 +192,10 @@ def game_moves(records: list[dict]) -> list[dict]:
                     "san": r.get("played_san") or r["played"],
                     "nag": r.get("nag"), "fen": _after_fen(r, nxt), "before": r["fen"], "sq": sq,
                     "best": _san(r["fen"], r.get("best")) if r.get("best") != r["played"] else None,
-                    "best_is": _best_is(r),
+                    "best_is": best_is(r),
                     "loss": r.get("loss"), "accuracy": r.get("accuracy"), "score": r.get("white_score"),
                     "after": _white_after(r, nxt)})
     return out
-
-
-def _best_is(record: dict) -> str:
-    """What a record's `best` is: raw mode's is the policy's top move (raw mode has no values of the
-    other moves to find a best-valued one), search mode's the search's best move."""
-    return "policy's top" if "policy" in record else "best"
 
 
 def move_label(m: dict) -> str:
@@ -283,7 +279,7 @@ def game_section(game: dict) -> str:
         info = DASH
         if first is not None:
             best = _san(first["fen"], first.get("best"))
-            info = f"White's expected score {fmt(first.get('white_score'), 2)}, {_best_is(first)} {text(best)}"
+            info = f"White's expected score {fmt(first.get('white_score'), 2)}, {best_is(first)} {text(best)}"
         return (f"{head}<h2>{n}. {text(start_fen)}</h2>\n<div class=\"play\">{board}<div class=\"side\">"
                 f"<div class=\"info\">{info}</div></div></div>\n{tail}")
     title = f"{text(s.get('white', h.get('White')))} – {text(s.get('black', h.get('Black')))}"

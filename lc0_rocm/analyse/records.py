@@ -97,6 +97,13 @@ def expected_score(q: float) -> float:
     return (1.0 + float(q)) / 2.0
 
 
+def best_is(record: dict) -> str:
+    """What a record's `best` is: raw mode's is the policy's top move (raw mode has values for the
+    position and the one after the played move only, none of the other moves to find a best-valued
+    one), search mode's the search's best move."""
+    return "policy's top" if "policy" in record else "best"
+
+
 def judge(record: dict, thresholds: Thresholds, after: Optional[float] = None,
           next_mate: Optional[int] = None) -> None:
     """Fill `loss`, `nag`, `blunder` and `accuracy` from `best_score` and `played_score`; `after`: the
