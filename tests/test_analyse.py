@@ -268,7 +268,8 @@ def test_plots(tmp_path, games):
 def test_search_mode(tmp_path, games):
     write_pgn(tmp_path / "g.pgn", games[:1])
     args = [tmp_path / "g.pgn", "--nodes", "12", "--plies", "1-6", "--blunder", "0.3"]
-    side_by_side(lambda: analyse(*args, "--jsonl", tmp_path / "a.jsonl", "--pgn-out", tmp_path / "a.pgn"),
+    side_by_side(lambda: analyse(*args, "--jsonl", tmp_path / "a.jsonl", "--pgn-out", tmp_path / "a.pgn",
+                                 "--summary", tmp_path / "s.jsonl"),
                  lambda: analyse(*args, "--jsonl", tmp_path / "b.jsonl"))
     recs = read_jsonl(tmp_path / "a.jsonl")
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()  # deterministic
@@ -283,6 +284,15 @@ def test_search_mode(tmp_path, games):
         assert (r["cp"] is None) != (r["mate"] is None)
         board.push(chess.Move.from_uci(r["played"]))
     assert [r["ply"] for r in recs] == list(range(1, 7))
+    # lichess's accuracy on the sequence of the positions' own search values (the last move: its played value)
+    from test_analyse_accuracy import by_hand_game, by_hand_move
+
+    movers = [100 * r["best_score"] for r in recs]
+    afters = [100 - m for m in movers[1:]] + [100 * recs[-1]["played_score"]]
+    assert [r["accuracy"] for r in recs] == pytest.approx([by_hand_move(b, a) for b, a in zip(movers, afters)], abs=1e-9)
+    white = [m if r["turn"] == "w" else 100 - m for r, m in zip(recs, movers)] + [100 - afters[-1]]
+    summary = json.loads(open(tmp_path / "s.jsonl").readline())
+    assert (summary["white_accuracy"], summary["black_accuracy"]) == tuple(round(x, 1) for x in by_hand_game(white))
     g = chess.pgn.read_game(open(tmp_path / "a.pgn"))
     assert not g.errors and g.next().eval() is not None
 

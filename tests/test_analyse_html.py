@@ -408,3 +408,57 @@ def test_browser_screenshot_shows_the_graph(run, browser, tmp_path):
     assert share((0xEC, 0xEC, 0xEC)) > 0.05  # the area under White's expected score
     assert share((0x2A, 0x7A, 0xB8), 0.15) > 0.002  # the curve
     assert share((0xD0, 0x00, 0x00), 0.15) > 0.0005  # a blunder's mark (game 1 has blunders)
+
+
+def two_plies(raw: bool) -> list[dict]:
+    """A game of two judged records (1. e4? d5), raw mode's (with a policy) or search mode's."""
+    b = chess.Board()
+    recs = []
+    for ply, (played, best, nag) in enumerate((("e2e4", "d2d4", "?"), ("d7d5", "e7e5", None)), 1):
+        r = {"game": 1, "ply": ply, "fen": b.fen(), "turn": "w" if b.turn else "b", "played": played,
+             "played_san": b.san(chess.Move.from_uci(played)), "best": best, "q": 0.1, "white_score": 0.55,
+             "best_score": 0.55, "played_score": 0.44, "loss": 0.11 if nag else 0.0, "nag": nag, "accuracy": 60.0}
+        r.update({"policy": {best: 0.5, played: 0.3}} if raw else {"pv": [best], "nodes": 10})
+        recs.append(r)
+        b.push(chess.Move.from_uci(played))
+    return recs
+
+
+def test_raw_mode_names_the_policys_top_move_not_a_best_one():
+    """Raw mode has values for the position and the one after the played move only, none for the
+    other moves: its `best` is the policy's top move, and the page says so; search mode's is best."""
+    for raw, word in ((True, "policy's top d4"), (False, "best d4")):
+        text = html_report.page(html_report.games_from_records(two_plies(raw), {}, None))
+        title = re.search(r'<span class="mv[^"]*" data-ply="1" title="([^"]*)"', text).group(1)
+        assert word in title.replace("&#x27;", "'"), title
+        data = json.loads(re.search(r'<script type="application/json" class="data">(.*?)</script>', text).group(1))
+        assert data["moves"][0]["best_is"] == ("policy's top" if raw else "best")
+        if raw:
+            assert ", best " not in title
+    # the annotated PGN says the same
+    from lc0_rocm.analyse.formats import pgn_text
+    from lc0_rocm.analyse.work import GameTask
+
+    for raw, words in ((True, "Mistake. d4 was the policy's top move."), (False, "Mistake. d4 was best.")):
+        recs = two_plies(raw)
+        text = pgn_text(GameTask(1, "t", 1, "pgn", moves=[r["played"] for r in recs]), recs, "test")
+        assert words in " ".join(text.split()), text
+
+
+def test_graph_has_axis_titles_and_the_move_list_a_fixed_width():
+    text = html_report.page(html_report.games_from_records(two_plies(True), {}, None))
+    svg = re.search(r"<svg class=\"graph\".*?</svg>", text).group(0)
+    titles = re.findall(r'<text class="axis-title (\w)"[^>]*>([^<]*)</text>', svg)
+    assert dict(titles) == {"y": "White&#x27;s expected score", "x": "move"}
+    side = re.search(r"\.side\{([^}]*)\}", text).group(1)  # the move list's column: its width never follows its text
+    assert "flex:0 0 340px" in side and "width:340px" in side and "min-width" not in side
+
+
+def test_browser_move_list_keeps_its_width_on_click(run, browser):
+    _, recs = run
+    b = browser
+    width = "document.querySelector('#game-1 .moves').getBoundingClientRect().width"
+    before = b.js(width)
+    for r in [r for r in recs if r["game"] == 1][:12]:
+        b.click(f'#game-1 .mv[data-ply="{r["ply"]}"]')
+        assert b.js(width) == before, r["ply"]

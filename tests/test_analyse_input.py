@@ -52,8 +52,8 @@ def test_unclosed_comment_does_not_swallow_the_next_games(tmp_path):
 
 
 def test_reader_split_agrees_with_python_chess():
-    """Games with variations, comments across lines, `;` comments, `%` lines and a tag-less game
-    split where python-chess, reading the whole text, finds each game."""
+    """Games with variations, comments across lines, `;` comments, `%` lines and two `[Event` tags in
+    one tag section split where python-chess, reading the whole text, finds each game."""
     from lc0_rocm.analyse.reader import _numbered, _split_pgn
     from lc0_rocm.analyse.work import parse_game
     from lc0_rocm.analyse.reader import RawGame
@@ -66,9 +66,9 @@ def test_reader_split_agrees_with_python_chess():
     f = io.StringIO(text)
     while (g := chess.pgn.read_game(f)) is not None:
         truth.append([m.uci() for m in g.mainline_moves()])
-    assert len(games) == 4 and all(err is None for *_, err in games)
+    assert len(games) == len(truth) == 3 and all(err is None for *_, err in games)
     mine = [[m.uci() for m in parse_game(RawGame(i, "t", line, "pgn", t))[1]] for i, (line, t, _, _) in enumerate(games)]
-    assert mine[:2] == truth[:2] and mine[2] == [] and mine[3] == ["c2c4"]  # python-chess merges c and d
+    assert mine == truth  # python-chess reads c and d as one game (one tag section), and so do we
 
 
 def test_net_or_binary_file_as_input_is_refused(tmp_path, weights_dir):
@@ -177,3 +177,75 @@ def test_compiled_legal_moves_equal_python_chess():
             after.push(move)
             h, board = h.push(move, after), after
     assert checked > 1000
+
+
+def test_sigkill_at_several_points_then_resume_gives_every_position_once(tmp_path):
+    """All four outputs, the run killed with SIGKILL (as a crash or the out-of-memory killer would)
+    right after its sidecar appears (the CSV headers are written by then), in the middle of the
+    records, and once a checkpoint has passed; each later `--resume` accepts the files, and the
+    last one gives every position, summary row and annotated game exactly once."""
+    games = random_games(40, seed=31, max_plies=24)
+    write_pgn(tmp_path / "g.pgn", games)
+    ref = ["--jsonl", tmp_path / "ref.jsonl", "--csv", tmp_path / "ref.csv", "--summary", tmp_path / "ref_s.csv",
+           "--pgn-out", tmp_path / "ref.pgn"]
+    out = ["--jsonl", tmp_path / "o.jsonl", "--csv", tmp_path / "o.csv", "--summary", tmp_path / "s.csv",
+           "--pgn-out", tmp_path / "o.pgn"]
+    cmd = [sys.executable, "-m", "lc0_rocm.cli", "analyse", "--backend", "cpu", tmp_path / "g.pgn",
+           "--batch-size", "16", *out]
+    side = tmp_path / "o.jsonl.resume.json"
+
+    def sidecar_game() -> int:
+        try:
+            return int(json.load(open(side))["game"])
+        except (OSError, ValueError, KeyError):
+            return -1
+
+    def jsonl_size() -> int:
+        return os.path.getsize(tmp_path / "o.jsonl") if os.path.exists(tmp_path / "o.jsonl") else 0
+
+    points = [lambda start: side.exists(),  # the sidecar of a fresh run: before the first game
+              lambda start: jsonl_size() > start[0],  # some records written
+              lambda start: sidecar_game() > start[1]]  # a checkpoint passed
+    for k, reached in enumerate(points):
+        start = (jsonl_size(), sidecar_game())
+        p = subprocess.Popen(list(map(str, cmd + (["--resume"] if k else []))), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and p.poll() is None and not reached(start):
+            time.sleep(0.002)
+        p.send_signal(signal.SIGKILL)
+        _, err = p.communicate(timeout=60)
+        assert "Traceback" not in err and "cannot resume" not in err, err
+    analyse(*cmd[6:], "--resume")
+    assert not side.exists()  # a finished run leaves no sidecar
+    analyse(tmp_path / "g.pgn", "--batch-size", "16", *ref)
+    assert not (tmp_path / "ref.jsonl.resume.json").exists()
+    plies = [(n, k) for n, g in enumerate(games, 1) for k in range(1, len(list(g.mainline_moves())) + 1)]
+    assert [(r["game"], r["ply"]) for r in read_jsonl(tmp_path / "o.jsonl")] == plies
+    same_records(read_jsonl(tmp_path / "o.jsonl"), read_jsonl(tmp_path / "ref.jsonl"))
+    rows = open(tmp_path / "o.csv").read().splitlines()
+    assert rows[0] == open(tmp_path / "ref.csv").readline().strip() and len(rows) == len(plies) + 1
+    assert [tuple(map(int, r.split(",")[:2])) for r in rows[1:]] == plies
+    summary = open(tmp_path / "s.csv").read().splitlines()
+    assert summary[0].startswith("game,") and [int(r.split(",")[0]) for r in summary[1:]] == list(range(1, 41))
+    assert (tmp_path / "o.pgn").read_text().count("[Event ") == len(games)
+
+
+def test_workers_default_is_the_same_in_help_readme_and_code():
+    """`analyse --help` and the README say the same default for `--workers`, and it is the code's."""
+    import re
+    from pathlib import Path
+
+    from lc0_rocm.analyse.driver import default_workers
+
+    p = subprocess.run([sys.executable, "-m", "lc0_rocm.cli", "analyse", "--help"], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    flat = " ".join(p.stdout.split())
+    m = re.search(r"--workers N worker processes [^(]*\(default: ([^)]*)\)", flat)
+    assert m, flat
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
+    assert f"(`--workers`, default: {m.group(1)};" in readme
+    assert m.group(1) == "none on the CPU backend, else one per core less two, at most 32"
+    cores = os.cpu_count() or 1
+    assert default_workers("cpu") == 0 and default_workers("rocm") == max(0, min(32, cores - 2))

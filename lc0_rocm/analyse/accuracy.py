@@ -14,6 +14,14 @@ The formulas and constants are lichess's, from its public source:
   weighted mean and the harmonic mean (each term max(1, accuracy): lila
   `modules/common/src/main/Maths.scala`) of its moves' accuracies.
 
+- mate judgements (lila `modules/tree/src/main/Advice.scala`, `MateAdvice`): from the mover's view,
+  a move after which the mover is mated by force when it was not before ("mate created") is an
+  inaccuracy when its evaluation before was below -999 cp, a mistake below -700 cp, else a blunder;
+  a move after which a forced mate of the mover's is gone ("mate lost": no mate, or a mate against)
+  is an inaccuracy when its evaluation after is above 999 cp, a mistake above 700 cp, else a blunder
+  (a mate against counts as 0 cp). A longer or shorter mate kept is no judgement. lichess judges the
+  other moves by their win% drop only when neither position has a mate.
+
 lichess's win% is its model of the expected score of a Stockfish centipawn evaluation. `lc0-rocm
 analyse` has the expected score itself (W + D/2 of the net or the search), so it gives the formulas
 100 × expected score as the win% (`records.score_win_percent`), and the first position of a game is
@@ -35,6 +43,42 @@ def win_percent(cp: float) -> float:
     """White's (or the side's) win% of a centipawn evaluation from that side's view."""
     c = max(-CP_CEILING, min(CP_CEILING, cp))
     return 50.0 + 50.0 * max(-1.0, min(1.0, 2.0 / (1.0 + math.exp(WIN_MULTIPLIER * c)) - 1.0))
+
+
+MATE_CREATED_CP = (-999, -700)  # evaluation before below these: inaccuracy, mistake (else blunder)
+MATE_LOST_CP = (999, 700)  # evaluation after above these: inaccuracy, mistake (else blunder)
+
+
+MATE_SEQUENCES = {"created": "Checkmate is now unavoidable", "lost": "Lost forced checkmate sequence"}  # lichess's words
+
+
+def mate_sequence(prev_mate: Optional[int], next_mate: Optional[int]) -> Optional[str]:
+    """"created", "lost" or None (`MATE_SEQUENCES`): what a move did to proven mates, from the mover's
+    view (moves to mate before and after it; negative: the mover is mated; None: none proven)."""
+    if prev_mate is None and next_mate is not None and next_mate < 0:
+        return "created"
+    if prev_mate is not None and prev_mate > 0 and (next_mate is None or next_mate < 0):
+        return "lost"
+    return None
+
+
+def mate_judgement(prev_mate: Optional[int], next_mate: Optional[int], before: float,
+                   after: float) -> Optional[str]:
+    """lichess's judgement ("?!", "?", "??" or None) of a move where a proven mate is in play, all from
+    the mover's view: `prev_mate`/`next_mate` moves to mate before and after the move (negative: the
+    mover is mated; None: no proven mate), `before`/`after` the win% there. The centipawn limits
+    are compared as win% (`win_percent` of them), the unit of the evaluations here."""
+    sequence = mate_sequence(prev_mate, next_mate)
+    if sequence == "created":
+        if before < win_percent(MATE_CREATED_CP[0]):
+            return "?!"
+        return "?" if before < win_percent(MATE_CREATED_CP[1]) else "??"
+    if sequence == "lost":
+        wp = after if next_mate is None else win_percent(0)
+        if wp > win_percent(MATE_LOST_CP[0]):
+            return "?!"
+        return "?" if wp > win_percent(MATE_LOST_CP[1]) else "??"
+    return None
 
 
 def move_accuracy(before: float, after: float) -> float:

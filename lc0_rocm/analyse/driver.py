@@ -19,7 +19,8 @@ from .work import FinishConfig, WorkConfig
 
 def default_workers(backend_name: str) -> int:
     """Worker processes: none on the CPU backend (the network is the bottleneck by far), else one per
-    core but two (the main process's batching and writing threads), up to 32."""
+    core less two (the main process's batching and writing threads), at most 32 (as `--help` and the
+    README say: tests/test_analyse_input.py compares them)."""
     if backend_name == "cpu":
         return 0
     return max(0, min(32, (os.cpu_count() or 1) - 2))
@@ -69,7 +70,7 @@ def run(args, selection, thresholds, signature: dict) -> int:
 
                 run_search_mode(evaluator, cfg, args.nodes, sink)
 
-        code = write_all(body, outputs, progress)
+        code = write_all(body, outputs, progress, args.max_games)
         if page is not None:
             page.write()
         if code == 130:

@@ -5,7 +5,8 @@ joined with spaces, the policy as `uci:p` pairs), a header row written once by t
 Annotated PGN: the input game's tags (plus `Annotator`) and moves; after each move a comment
 `[%eval E] [%wdl W D L]` (E: White's view in pawns from lc0's centipawn formula, or `#N`; W D L:
 White's win/draw/loss per mille) with the value of the position after it, and the judgement of the
-move as a NAG (`?!` 6, `?` 2, `??` 4) with a short text naming the best move; the game's summary
+move as a NAG (`?!` 6, `?` 2, `??` 4) with a short text naming the best move (raw mode: the policy's top
+move; lichess's words for a mate created or lost); the game's summary
 (`summary.game_summary`: accuracy, average loss, judgement counts per side) in tags. Chess GUIs and
 lichess read these comments. FEN/EPD inputs have no moves: they get no PGN. Every game gets its
 summary dict (`GameOutput.summary`), which the writer puts in `--summary FILE`.
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import records as rec
+from .accuracy import MATE_SEQUENCES
 from .summary import PGN_TAGS, game_summary
 
 _WORDS = {"?!": "Inaccuracy", "?": "Mistake", "??": "Blunder"}
@@ -125,7 +127,9 @@ def pgn_text(task, records: list, annotator: str, summary: Optional[dict] = None
                 best = chess.Move.from_uci(r["best"])
                 before = node.parent.board()
                 if before.is_legal(best):
-                    parts.append(f"{_WORDS[r['nag']]}. {before.san(best)} was best.")
+                    words = MATE_SEQUENCES.get(r.get("_mate")) or _WORDS[r["nag"]]
+                    what = "best" if rec.best_is(r) == "best" else f"the {rec.best_is(r)} move"
+                    parts.append(f"{words}. {before.san(best)} was {what}.")
         if parts:
             node.comment = " ".join(parts)
     exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)

@@ -21,6 +21,8 @@ import shutil
 import tempfile
 from typing import Callable, Iterable, Optional
 
+from .records import best_is
+
 DASH = "–"
 NAG_CLASS = {"?!": "inaccuracy", "?": "mistake", "??": "blunder"}
 HEADER_KEYS = {"white": "White", "black": "Black", "result": "Result", "event": "Event", "date": "Date"}
@@ -190,6 +192,7 @@ def game_moves(records: list[dict]) -> list[dict]:
                     "san": r.get("played_san") or r["played"],
                     "nag": r.get("nag"), "fen": _after_fen(r, nxt), "before": r["fen"], "sq": sq,
                     "best": _san(r["fen"], r.get("best")) if r.get("best") != r["played"] else None,
+                    "best_is": best_is(r),
                     "loss": r.get("loss"), "accuracy": r.get("accuracy"), "score": r.get("white_score"),
                     "after": _white_after(r, nxt)})
     return out
@@ -276,7 +279,7 @@ def game_section(game: dict) -> str:
         info = DASH
         if first is not None:
             best = _san(first["fen"], first.get("best"))
-            info = f"White's expected score {fmt(first.get('white_score'), 2)}, best {text(best)}"
+            info = f"White's expected score {fmt(first.get('white_score'), 2)}, {best_is(first)} {text(best)}"
         return (f"{head}<h2>{n}. {text(start_fen)}</h2>\n<div class=\"play\">{board}<div class=\"side\">"
                 f"<div class=\"info\">{info}</div></div></div>\n{tail}")
     title = f"{text(s.get('white', h.get('White')))} – {text(s.get('black', h.get('Black')))}"
@@ -325,14 +328,15 @@ def _move_title(m: dict) -> str:
     if m.get("loss") is not None:
         parts.append(f"loss {m['loss']:.3f}")
     if m.get("best"):
-        parts.append(f"best {m['best']}")
+        parts.append(f"{m.get('best_is', 'best')} {m['best']}")
     if m.get("accuracy") is not None:
         parts.append(f"accuracy {m['accuracy']:.0f}")
     return ", ".join(parts)
 
 
 # the graph: x = the position (ply - 1 before a move, ply after it), y = White's expected score
-GRAPH_W, GRAPH_H, PAD_L, PAD_R, PAD_T, PAD_B = 720, 180, 34, 10, 8, 20
+GRAPH_W, GRAPH_H, PAD_L, PAD_R, PAD_T, PAD_B = 720, 180, 46, 10, 8, 20
+Y_TITLE, X_TITLE = "White's expected score", "move"
 _MARK_COLOUR = {"?!": "#e0a100", "?": "#e06000", "??": "#d00000"}
 
 
@@ -368,6 +372,11 @@ def graph_svg(moves: list[dict]) -> str:
                f"stroke-dasharray=\"3 3\"/>")
     for v in (0.0, 0.5, 1.0):
         out.append(f"<text x=\"{PAD_L - 4}\" y=\"{Y(v) + 4:.1f}\" text-anchor=\"end\">{v:g}</text>")
+    ym = PAD_T + ih / 2
+    out.append(f"<text class=\"axis-title y\" x=\"10\" y=\"{ym:.1f}\" text-anchor=\"middle\" "
+               f"transform=\"rotate(-90 10 {ym:.1f})\">{html.escape(Y_TITLE)}</text>")
+    out.append(f"<text class=\"axis-title x\" x=\"{PAD_L - 4}\" y=\"{GRAPH_H - 5}\" text-anchor=\"end\">"
+               f"{html.escape(X_TITLE)}</text>")  # left of the move numbers, under the 0
     step = next(k for k in (1, 2, 5, 10, 20, 50, 100, 1000) if (x1 - x0) / 2 / k <= 10)  # at most ~10 labels
     for m in moves:
         if m["turn"] == "w" and m["number"] % step == 0:
@@ -404,7 +413,7 @@ svg.graph text{font-size:10px;fill:#555}svg.graph .mark{cursor:pointer}
 .pc.w{color:#fff;text-shadow:0 0 1px #000,0 0 1px #000,0 0 2px #000}.pc.b{color:#111}
 .coord{position:absolute;font:10px sans-serif;color:#333;opacity:.7}.coord.f{right:2px;bottom:1px}
 .coord.r{left:2px;top:1px}
-.side{min-width:260px;max-width:420px}.info{min-height:3em;margin-bottom:.5em}
+.side{flex:0 0 340px;width:340px}.info{min-height:4.5em;margin-bottom:.5em;overflow-wrap:anywhere}
 .moves{display:grid;grid-template-columns:3em 1fr 1fr;max-height:300px;overflow-y:auto;
  border:1px solid #ddd;background:#fff}
 .moves span{padding:1px 6px}.moves .num{color:#888;text-align:right}.moves .gap{grid-column:1/-1;color:#888}
@@ -468,7 +477,7 @@ Game.prototype.show=function(ply){
   var n=m.number+(m.turn==="w"?".":"\u2026");
   var t=n+" "+m.san+(m.nag||"");
   if(m.nag)t+=" \u2014 "+WORDS[m.nag];
-  if(m.best)t+=", best "+m.best;
+  if(m.best)t+=", "+(m.best_is||"best")+" "+m.best;
   t+="\nloss "+fmt(m.loss,3)+", accuracy "+fmt(m.accuracy,0)+", White's expected score "+fmt(m.after,2);
   this.info.textContent=t;this.info.style.whiteSpace="pre-line";
   if(this.graph){var c=this.graph.querySelector(".cursor");

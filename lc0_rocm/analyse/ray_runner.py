@@ -136,7 +136,7 @@ def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
                     break
                 _run_window(ray, window, kwargs, n_actors, resources, outputs, progress)
 
-        if write_all(body, outputs, progress) == 130:
+        if write_all(body, outputs, progress, args.max_games) == 130:
             return 130
     finally:
         if args.ray == "local":

@@ -12,7 +12,7 @@ so that a bad game is reported there (game number, file, line) and skipped, and 
 
 from __future__ import annotations
 
-import io
+import contextlib
 import os
 import re
 import sys
@@ -147,16 +147,42 @@ def binary_kind(head: bytes) -> Optional[str]:
 
 
 def _open(path: str):
+    """The lines of an input as text: UTF-8 (a byte-order mark dropped), a line that is not UTF-8 read
+    as Latin-1 (older database exports write names that way; python-chess given the file's encoding
+    reads the same names), line ends \\r\\n and \\r read as \\n."""
     if path == "-":
         stdin = sys.stdin
-        if hasattr(stdin, "buffer"):
-            peek = getattr(stdin.buffer, "peek", None)
-            what = binary_kind(peek(4096)[:4096]) if peek is not None else None
-            if what:
-                raise InputError(f"stdin is not PGN, EPD or FEN text: {what}")
-            return io.TextIOWrapper(stdin.buffer, encoding="utf-8-sig", errors="replace")
-        return stdin
-    return open(path, encoding="utf-8-sig", errors="replace", newline=None)
+        if not hasattr(stdin, "buffer"):
+            return contextlib.nullcontext(iter(stdin))
+        peek = getattr(stdin.buffer, "peek", None)
+        what = binary_kind(peek(4096)[:4096]) if peek is not None else None
+        if what:
+            raise InputError(f"stdin is not PGN, EPD or FEN text: {what}")
+        return contextlib.nullcontext(_text_lines(stdin.buffer))
+    return _closing_lines(open(path, "rb"))
+
+
+@contextlib.contextmanager
+def _closing_lines(f):
+    with f:
+        yield _text_lines(f)
+
+
+def _text_lines(f) -> Iterator[str]:
+    first = True
+    for raw in f:
+        if first:
+            raw = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
+            first = False
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("latin-1")
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:  # old Mac line ends, as text mode's universal newlines read them
+            yield from text.replace("\r", "\n").splitlines(True)
+        else:
+            yield text
 
 
 def _sniff(first_line: str) -> str:
@@ -233,29 +259,39 @@ _TAG_LINE = re.compile(r'\[[A-Za-z][A-Za-z0-9_+#=:-]*\s+"')  # how a tag pair st
 
 
 def _split_pgn(lines) -> Iterator[tuple[int, str, int, Optional[tuple]]]:
-    """(first line, text, characters, error) of each game. A new game starts at a tag line (`[Name "`)
-    that follows movetext, or at an `[Event` tag when the game already has one (a game without
-    moves). Inside a `{` comment a tag line ends the comment: it was never closed, and the game that
-    opened it is given an error (line, message) instead of swallowing the games after it; so is a
-    comment still open at the end of the input."""
+    """(first line, text, characters, error) of each game, split where python-chess's `read_game`
+    splits a file of well-formed games: a new game starts at a tag line (`[Name "`) that follows
+    movetext (moves, or only a result), or that follows two blank lines in a game of tags only
+    (python-chess lets one blank line pass among tags). Tags such as `[EventDate` or a second
+    `[Event` in the same tag section belong to the game. Lines starting with `%` (escape) or `;`
+    (comment) outside a `{` comment are skipped, as python-chess skips them.
+
+    Where python-chess reads damaged text in a way that would lose games, the split keeps them: a
+    blank line inside movetext does not end the game (python-chess would start a tag-less game with
+    the rest of its moves), and inside a `{` comment a tag line ends the comment: it was never
+    closed, and the game that opened it is given an error (line, message) instead of swallowing
+    the games after it; so is a comment still open at the end of the input."""
     buf: list[str] = []
     start = size = 0
-    seen_moves = has_event = False
+    seen_moves = False
+    blanks = 0  # blank lines in a row since the last tag line (tags-only games)
     depth = 0  # open `{` comment in the movetext
     opened = 0  # the line of that `{`
     error = None
     for n, line in lines:
         s = line.lstrip()
-        if s.startswith("%"):  # PGN escape line
+        if not depth and (line.startswith("%") or line.startswith(";")):  # escape line, comment line
             size += len(line)
+            if buf:
+                buf.append(line)
             continue
         tag = _TAG_LINE.match(s) is not None
         if tag and depth:
             error = (opened, f"the {{ comment opened on line {opened} is never closed (a tag line follows on line {n})")
             depth = 0
-        if tag and buf and (seen_moves or error or (has_event and s.startswith("[Event"))):
+        if tag and buf and (seen_moves or error or blanks >= 2):
             yield start, "".join(buf), size, error
-            buf, size, seen_moves, has_event, error = [], 0, False, False, None
+            buf, size, seen_moves, error = [], 0, False, None
         if not buf:
             if not s.strip():
                 size += len(line)
@@ -263,9 +299,11 @@ def _split_pgn(lines) -> Iterator[tuple[int, str, int, Optional[tuple]]]:
             start = n
         buf.append(line)
         size += len(line)
-        if tag or (s.startswith("[") and not seen_moves):  # tags, or a damaged line among them
-            has_event = has_event or (tag and s.startswith("[Event"))
-        elif s.strip():
+        if not s.strip():
+            blanks += 1
+        elif tag or (s.startswith("[") and not seen_moves):  # tags, or a damaged line among them
+            blanks = 0
+        else:
             seen_moves = True
             was = depth
             depth = _brace_depth(line, depth)

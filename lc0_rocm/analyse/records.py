@@ -17,10 +17,13 @@ lists joined with spaces, the policy as `move:p` pairs):
     best_score    float   expected score of the best move for the side to move
     played_score  float   expected score of the played move for the side to move (null: unknown)
     loss          float   max(0, best_score - played_score) (null: unknown)
-    nag           str     "?!", "?" or "??" by the loss thresholds (null: none)
-    blunder       bool    loss >= the blunder threshold
+    nag           str     "?!", "?" or "??" by the loss thresholds, or by lichess's mate judgement
+                          when a mate is proven before or after the move (search) (null: none)
+    blunder       bool    nag is "??" (loss >= the blunder threshold, or lichess's mate rules)
     accuracy      float   the mover's move accuracy, 0-100, lichess's formula (`accuracy`) on the win%
-                          of best_score and played_score (null: unknown)
+                          of the position before the move (best_score) and after it (`judge_game`:
+                          raw: played_score; search: the next position's own search value when the
+                          next ply has a record, else played_score) (null: unknown)
   raw mode (`--nodes` not given) adds:
     policy        {uci: p} the top `--top` moves (all with --top 0), high to low, as `eval --json`
     mlh           float   moves left (null without a moves-left head)
@@ -50,7 +53,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .accuracy import move_accuracy
+from .accuracy import mate_judgement, mate_sequence, move_accuracy
 
 # keys in schema order; MODE_KEYS extend COMMON_KEYS
 COMMON_KEYS = ("game", "ply", "fen", "turn", "played", "played_san", "best", "q", "wdl", "white_score",
@@ -94,14 +97,48 @@ def expected_score(q: float) -> float:
     return (1.0 + float(q)) / 2.0
 
 
-def judge(record: dict, thresholds: Thresholds) -> None:
-    """Fill `loss`, `nag`, `blunder` and `accuracy` from `best_score` and `played_score`."""
+def best_is(record: dict) -> str:
+    """What a record's `best` is: raw mode's is the policy's top move (raw mode has values for the
+    position and the one after the played move only, none of the other moves to find a best-valued
+    one), search mode's the search's best move."""
+    return "policy's top" if "policy" in record else "best"
+
+
+def judge(record: dict, thresholds: Thresholds, after: Optional[float] = None,
+          next_mate: Optional[int] = None) -> None:
+    """Fill `loss`, `nag`, `blunder` and `accuracy` from `best_score` and `played_score`; `after`: the
+    mover's expected score in the position after the move by that position's own evaluation
+    (default `played_score`), `next_mate`: a mate proven there, from the mover's view. The NAG is
+    lichess's mate judgement (`accuracy.mate_judgement`) when the record's `mate` or `next_mate` is
+    set, else the loss's."""
     best, played = record.get("best_score"), record.get("played_score")
     loss = None if best is None or played is None else max(0.0, float(best) - float(played))
+    after = played if after is None or played is None else after
     record["loss"] = loss
-    record["nag"] = thresholds.nag(loss)
-    record["blunder"] = loss is not None and loss >= thresholds.blunder
-    record["accuracy"] = None if loss is None else move_accuracy(score_win_percent(best), score_win_percent(played))
+    nag = thresholds.nag(loss)
+    if loss is not None and (record.get("mate") is not None or next_mate is not None):
+        nag = mate_judgement(record.get("mate"), next_mate, score_win_percent(best), score_win_percent(after))
+        record["_mate"] = mate_sequence(record.get("mate"), next_mate)  # the annotated PGN's words
+    record["nag"] = nag
+    record["blunder"] = nag == "??"
+    record["accuracy"] = None if loss is None else move_accuracy(score_win_percent(best), score_win_percent(after))
+
+
+def judge_game(records: list, thresholds: Thresholds, mode: str) -> None:
+    """`judge` a game's records (in ply order) as lichess judges a game: from the sequence of its
+    positions' evaluations. A move goes from its position's value (`best_score`) to the value of the
+    position after it: in search mode that position's own search (the next record, when the next ply
+    has one), else `played_score` (in raw mode the same evaluation as the next record's); a mate
+    proven in either position gives lichess's mate judgement."""
+    for i, r in enumerate(records):
+        after, next_mate = None, None
+        nxt = records[i + 1] if i + 1 < len(records) else None
+        if mode == "search" and nxt is not None and nxt["ply"] == r["ply"] + 1 and nxt.get("best_score") is not None:
+            after = 1.0 - nxt["best_score"]
+            next_mate = None if nxt.get("mate") is None else -nxt["mate"]
+        elif r.get("_after") is not None and r["_after"][2] is not None:  # (q, wdl, mate) from White's view
+            next_mate = r["_after"][2] if r["turn"] == "w" else -r["_after"][2]
+        judge(r, thresholds, after, next_mate)
 
 
 def score_win_percent(score: float) -> float:

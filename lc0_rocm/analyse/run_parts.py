@@ -50,9 +50,10 @@ def summary(progress, seconds: float, how: str) -> None:
           f"{how}", file=sys.stderr)
 
 
-def write_all(body, outputs, progress) -> int:
-    """Run `body` (which feeds `outputs`) and close the outputs: marked complete when it ends, left
-    holding whole games with exit code 130 on Ctrl-C."""
+def write_all(body, outputs, progress, max_games=None) -> int:
+    """Run `body` (which feeds `outputs`) and close the outputs: complete (the resume sidecar removed)
+    when it ends, unless it stopped at `--max-games` (the rest can be resumed); left holding whole
+    games with exit code 130 on Ctrl-C."""
     try:
         body()
     except KeyboardInterrupt:
@@ -64,7 +65,7 @@ def write_all(body, outputs, progress) -> int:
     except BaseException:
         outputs.close()
         raise
-    outputs.close(complete=True)
+    outputs.close(complete=not (max_games and outputs.last_game >= max_games))
     progress.close()
     return 0
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import one_line
 from .reader import RawGame
-from .records import Thresholds, expected_score, judge
+from .records import Thresholds, expected_score, judge_game
 
 
 @dataclass(frozen=True)
@@ -311,7 +311,7 @@ def legal_codes(pos, chess960: bool, transform: int) -> tuple[np.ndarray, np.nda
 
 def raw_records(task: GameTask, out: RowOutputs, top: int) -> list[dict]:
     """The records of a game from its rows' outputs (keys as `records.keys("raw")`; `loss`, `nag`
-    and `blunder` are filled by `records.judge`; `_after` keeps the value after the move, White's
+    and `blunder` are filled by `records.judge_game`; `_after` keeps the value after the move, White's
     view, for the annotated PGN)."""
     from ..encoding.legal_policy import softmax_logits
 
@@ -384,8 +384,7 @@ def finish(task: GameTask, out, cfg: FinishConfig):
     if task.error is not None:
         return game_output(task, [], cfg.mode, cfg.want)
     records = raw_records(task, out, cfg.top) if isinstance(out, RowOutputs) else out
-    for r in records:
-        judge(r, cfg.thresholds)
+    judge_game(records, cfg.thresholds, cfg.mode)
     result = game_output(task, records, cfg.mode, cfg.want, cfg.annotator, cfg.keep_records)
     if cfg.plot_dir and records and task.kind == "pgn":
         from .plot import plot_game

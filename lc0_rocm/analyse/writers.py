@@ -2,10 +2,11 @@
 
 Games arrive in input order (`formats.GameOutput`); each game's text is written whole and the files
 are flushed after it, so a reader of the files (or an interrupted run) only ever sees whole games.
-A sidecar `<first output>.resume.json` records, at most every half second and at the end, the last
-game written and every file's size at that point. `--resume` truncates each file to its recorded
-size and continues after that game: no game is lost or written twice, whatever stopped the run
-(Ctrl-C, a kill, a crash, a full disk). The sidecar also records the inputs and settings; resuming
+A sidecar `<first output>.resume.json` records, at most every half second and when the run stops
+early, the last game written and every file's size at that point; every file is flushed and synced
+before the sidecar is written, so it only counts what all of them hold. `--resume` truncates each file
+to its recorded size and continues after that game: no game is lost or written twice, whatever
+stopped the run (Ctrl-C, SIGKILL, a crash, a full disk). A run that finishes removes the sidecar. The sidecar also records the inputs and settings; resuming
 with other ones is refused. Without any file output, JSONL goes to stdout. `--summary FILE` gets one
 row per analysed game (`summary.SUMMARY_KEYS`) as CSV, JSON Lines, or a JSON array (its closing
 bracket is written after the sidecar's sizes, so a resumed run cuts it and appends). A write that fails (no
@@ -120,7 +121,8 @@ class Outputs:
             existing = [p for p in self.paths.values() if p != "-" and os.path.exists(p) and os.path.getsize(p)]
             if existing:
                 raise OutputError(f"cannot resume: {existing[0]} exists but {self.sidecar} does not "
-                                  "(it was not written by this command, or with other outputs)")
+                                  "(the run that wrote it finished, or it was written by another command or "
+                                  "with other outputs)")
             return None
         try:
             with open(self.sidecar, encoding="utf-8") as f:
@@ -190,24 +192,51 @@ class Outputs:
             return ("\n" if self.sizes["summary"] <= 1 else ",\n") + text
         return text + "\n"
 
-    def _save(self, complete: bool = False) -> None:
+    def _save(self) -> None:
+        """Write the sidecar: the last whole game and the files' sizes there. Every file is flushed
+        and synced first, so the sidecar never counts bytes a file may not hold after a kill or a
+        crash of the machine (a CSV header written at the start included)."""
         self._saved = time.monotonic()
         if self.sidecar is None:
             return
+        self._flush()
+        for kind, f in self.files.items():
+            if self.paths[kind] != "-":
+                try:
+                    os.fsync(f.fileno())
+                except OSError as e:
+                    raise self._failed(kind, e) from None
         state = {"game": self.last_game, "sizes": {k: v for k, v in self.whole.items() if self.paths[k] != "-"},
-                 "complete": complete, "signature": self.signature}
+                 "signature": self.signature}
         tmp = self.sidecar + ".tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(state, f)
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(tmp, self.sidecar)
         except OSError as e:
             raise OutputError(f"cannot write {self.sidecar}: {e.strerror or e}") from None
 
-    def close(self, final: bool = True, complete: bool = False) -> None:
-        if final and self.files:
+    def _remove_sidecar(self) -> None:
+        """A finished run leaves no sidecar (nothing is left to resume)."""
+        for path in (self.sidecar, f"{self.sidecar}.tmp"):
             try:
-                self._save(complete)
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                self.note(f"lc0-rocm: cannot remove {path}: {e.strerror or e}")
+
+    def close(self, final: bool = True, complete: bool = False) -> None:
+        if final and self.files and complete:
+            try:
+                self._flush()
+            except OutputError:  # the end did not reach the files: keep the sidecar of the last save
+                complete = False
+        if final and self.files and not complete:
+            try:
+                self._save()
             except OutputError:
                 pass
         if self.summary_format == "json" and "summary" in self.files:
@@ -223,4 +252,6 @@ class Outputs:
                     f.close()
             except (OSError, ValueError):
                 pass
+        if final and complete and self.files and self.sidecar is not None:
+            self._remove_sidecar()
         self.files = {}
