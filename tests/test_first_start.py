@@ -57,10 +57,24 @@ def test_isready_at_once_and_a_timed_go_plays_the_policy_move_until_the_search_i
         assert any("policy move" in x for x in before) and _nodes(before) == [1], before
         assert not ready.exists()
 
+        # no clock: waits for the compile, sending the policy move and the compile's progress each second
+        sent = e.send("go nodes 40")
+        t1, first, _ = e.until("info depth 1 ", 30)
+        t2, second, between = e.until("info depth 1 ", 30)
+        assert t1 - sent < 3 and 0.5 < t2 - t1 < 3, (t1 - sent, t2 - t1)
+        for line in (first, second):
+            assert " nodes 1 score cp " in line and line.endswith(f" pv {policy_move}"), line
+        assert any(x.startswith("info string the search is being compiled for this machine (first start only): ")
+                   and x.endswith(" functions so far; the search starts when it is done") for x in between), between
+        e.send("stop")  # before the compile ends: the policy move
+        _, best, _ = e.until("bestmove", 60)
+        assert best == f"bestmove {policy_move}"
+
+        e.send("go nodes 40")
+        e.until("info depth 1 ", 30)
         lock.close()  # that process ended without a compiled search: the engine compiles it itself
-        e.send("go nodes 40")  # no clock: waits for the compile
-        _, best, before = e.until("bestmove", 600)
-        assert max(_nodes(before)) > 1 and not any("policy move" in x for x in before), before
+        _, best, before = e.until("bestmove", 600)  # the real search, once the compile is done
+        assert max(_nodes(before)) == 40 and not any("policy move" in x for x in before), before
         assert ready.exists()
         e.send("go wtime 10000 btime 10000")  # compiled and loaded: a real search
         _, best, before = e.until("bestmove", 120)
