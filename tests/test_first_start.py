@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import lc0_rocm
 from lc0_rocm.search import jit
 from netpaths import REPO, WEIGHTS_DIR
@@ -82,6 +84,46 @@ def test_isready_at_once_and_a_timed_go_plays_the_policy_move_until_the_search_i
     finally:
         lock.close()
         e.close()
+
+
+def _end_compiles_of(cache: Path) -> None:
+    """End the background compiles (and their children) that use the cache under `cache`: each is
+    a session of its own, found by the NUMBA_CACHE_DIR the engine gave it."""
+    import signal
+
+    mark = f"NUMBA_CACHE_DIR={cache / 'numba'}".encode()
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and mark in (proc / "environ").read_bytes().split(b"\0"):
+                os.killpg(int(proc.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+
+
+def test_an_empty_cache_answers_a_go_nodes_at_once_while_it_compiles(tmp_path):
+    """A fresh install (an empty cache): `go nodes 800` is answered at once and every second with
+    the policy move and the compile's progress, and `stop` plays the policy move."""
+    if not Path("/proc/self/environ").exists():
+        pytest.skip("finding the background compile needs /proc")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["LC0_ROCM_CACHE"] = str(tmp_path)
+    e = UciPipe([sys.executable, "-m", "lc0_rocm.cli", "--backend=cpu"], env=env)
+    try:
+        e.send("isready")
+        e.until("readyok", 120)
+        sent = e.send("go nodes 800")
+        t1, first, _ = e.until("info depth 1 ", 30)
+        t2, _, between = e.until("info depth 1 ", 30)
+        assert t1 - sent < 3 and 0.5 < t2 - t1 < 3, (t1 - sent, t2 - t1)
+        progress = [x for x in between if x.startswith("info string the search is being compiled")]
+        assert progress and " nodes 1 score cp " in first, (first, between)
+        e.send("stop")
+        _, best, _ = e.until("bestmove", 60)
+        with lc0_rocm.open_backend(None, backend="cpu") as ev:
+            assert best == f"bestmove {ev.evaluate('startpos').best_move.uci()}" == f"bestmove {first.split()[-1]}"
+    finally:
+        e.close()
+        _end_compiles_of(tmp_path)
 
 
 def test_an_engine_that_quits_at_once_leaves_the_compile_running_for_the_next_start(tmp_path):
