@@ -1,5 +1,6 @@
 """The `lc0-rocm` command line: dispatches to one module per sub-command; no arguments (or only
-lc0-style flags, or `uci`) speaks UCI, with `--help` listing every engine flag.
+lc0-style flags, or `uci`) speaks UCI, with `--help` listing every engine flag; `--version` prints
+the version (`lc0_rocm.__version__`, which pyproject.toml reads too).
 
 Every `Lc0RocmError` (and a missing or unreadable file) becomes one line on stderr and exit code 1,
 never a traceback.
@@ -54,6 +55,11 @@ def _load(module: str):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:
+        from . import __version__
+
+        print(f"lc0-rocm {__version__}")
+        return 0
     if not argv or argv[0] == "uci" or argv[0].startswith("-"):
         # the engine: GUIs start it bare or with lc0's flags (-w NET, --threads=2); straight to the
         # UCI loop, importing nothing heavy before `uciok`

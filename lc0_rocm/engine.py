@@ -14,7 +14,8 @@ change); after a search ended in a GPU fault, the next `go` reopens the backend.
 The first start's compile (search/precompile.py) runs in the background. Until it is done, a `go`
 with a clock is answered at once with the network's policy move, and any other `go` becomes a
 `DeferredSearch`: it waits in its own thread (the UCI loop keeps answering `stop`, `isready`,
-`quit`), and answers with the policy move should `stop` or `ponderhit` come first. The instamove
+`quit`), sending an `info` line of the policy move and the compile's progress every second, and
+answers with the policy move should `stop` or `ponderhit` come first. The instamove
 modes (`algorithm` policyhead / valuehead) never compile the search.
 """
 
@@ -98,6 +99,7 @@ class Engine:
         self.on_cpu_fallback = False
         self._fault_state_key = None  # the net settings that cap and fallback belong to
         self.compile = None  # search.precompile.Background while a first start compiles the search
+        self.compile_started = 0.0  # when it began (time.monotonic())
 
     def opt(self, name: str):
         return self.options[name]
@@ -257,6 +259,7 @@ class Engine:
             self.r.note("compiling the search for this machine in the background (first start "
                         "only, one to two minutes); until then a go with a clock plays the policy move")
             self.compile = Background(self.r.note)
+            self.compile_started = time.monotonic()
             self.compile.begin()
         return False
 
@@ -556,36 +559,53 @@ class Engine:
         self.search.start()
 
     def answer_with_policy_move(self, go: GoParams, aborted: Optional[threading.Event] = None) -> None:
-        """The answer to a `go` before the compiled search is loaded: the network's most likely move
-        (of `searchmoves`, when given), after one evaluation; the score in lc0's `centipawn` formula
-        (ScoreType WDL_mu's rescaling is compiled code). The first legal move should that fail."""
-        from .api import Evaluator
-        from .search.score import uci_score
-
+        """The answer to a `go` before the compiled search is loaded: `policy_answer`'s move and
+        score. The first legal move should that fail."""
         aborted = aborted if aborted is not None else threading.Event()
-        pos = self.position
         try:
             t0 = time.monotonic()
-            e = Evaluator(self.net, self.backend).evaluate(pos.history.board)
-            allowed = {m.lower() for m in go.searchmoves}
-            moves = [m for m in e.policy if not allowed or m.uci() in allowed] or list(e.policy)
+            move, cp = self.policy_answer(go)
             self.r.info_string("the search is still being compiled (first start only): "
                                "playing the network's policy move")
-            if not moves:
+            if move is None:
                 self._answer(aborted, None, None)
                 return
-            d = e.wdl[1] if e.wdl is not None else 0.0
-            cp = uci_score("centipawn", e.q, d, e.wdl is not None)
             ms = int((time.monotonic() - t0) * 1000)
             with self._bestmove_lock:
                 if not aborted.is_set():
-                    self.r.policy_move(moves[0], cp, ms)
-                    self.r.bestmove(moves[0], None)
+                    self.r.policy_move(move, cp, ms)
+                    self.r.bestmove(move, None)
         except Exception as e:  # the GUI still gets its bestmove
             self.r.error(f"search failed to start: {type(e).__name__}: {one_line(e)}")
             with self._bestmove_lock:
                 if not aborted.is_set():
                     self.fallback_bestmove(go.searchmoves)
+
+    def policy_answer(self, go: GoParams) -> tuple:
+        """(the network's most likely move of the position, of `searchmoves` when given, or None
+        without a legal move; the network's value in lc0's `centipawn` formula) after one
+        evaluation, ScoreType WDL_mu's rescaling being compiled code."""
+        from .api import Evaluator
+        from .search.score import uci_score
+
+        e = Evaluator(self.net, self.backend).evaluate(self.position.history.board)
+        allowed = {m.lower() for m in go.searchmoves}
+        moves = [m for m in e.policy if not allowed or m.uci() in allowed] or list(e.policy)
+        d = e.wdl[1] if e.wdl is not None else 0.0
+        return (moves[0] if moves else None), uci_score("centipawn", e.q, d, e.wdl is not None)
+
+    def compile_progress(self) -> str:
+        """How far the first start's compile is: its time so far and the compiled functions the
+        cache holds (numba writes an index file for each as it is compiled)."""
+        from .search.jit import cache_dir
+
+        try:
+            done = sum(1 for _ in cache_dir().glob("*.nbi"))
+        except OSError:
+            done = 0
+        return (f"the search is being compiled for this machine (first start only): "
+                f"{time.monotonic() - self.compile_started:.0f} s, {done} functions so far; "
+                "the search starts when it is done")
 
     def fallback_bestmove(self, searchmoves: tuple = ()) -> None:
         """The answer to a `go` that could not search: the first legal move of the position (of its
@@ -660,10 +680,14 @@ class Engine:
 class DeferredSearch:
     """A clock-less `go` (nodes, depth, mate, infinite, ponder) that came while the first start's
     compile runs: a thread waits for the compile, then starts the real search (`real`), whose
-    bestmove answers the `go`. `stop` or `ponderhit` before that answers with the policy move (a
-    clock now runs, and the search is not there yet). Driven like search.Search."""
+    bestmove answers the `go`. While it waits, it sends an `info` line every INFO_INTERVAL_S, the
+    first at once (the network's policy move as the PV, its value as the score, one node) and an
+    `info string` with the compile's progress, so that a GUI sees an engine at work, not a hung one.
+    `stop` or `ponderhit` before the compile is done answers with the policy move (a clock now runs,
+    and the search is not there yet). Driven like search.Search."""
 
     POLL_S = 0.05
+    INFO_INTERVAL_S = 1.0
 
     def __init__(self, engine: Engine, go: GoParams, received: Optional[float], aborted: threading.Event):
         self.engine, self.go, self.received, self.aborted = engine, go, received, aborted
@@ -679,15 +703,37 @@ class DeferredSearch:
 
     def _run(self) -> None:
         ready = self.engine.compile.ready
-        while not ready.wait(self.POLL_S):
-            if self._stop.is_set():
-                break
+        t0 = self.received if self.received is not None else time.monotonic()
+        answer = None
+        next_info = 0.0
+        while not ready.is_set() and not self._stop.is_set():
+            if time.monotonic() >= next_info:
+                next_info = time.monotonic() + self.INFO_INTERVAL_S
+                answer = self._send_waiting_info(answer, t0)
+            ready.wait(self.POLL_S)
         with self._lock:
             stopped = self._stop.is_set()
             if not stopped:
                 self.engine.start_search(self.go, self.received, self.aborted)
         if stopped and not self.aborted.is_set():  # an aborted go owes nothing
             self.engine.answer_with_policy_move(self.go, self.aborted)
+
+    def _send_waiting_info(self, answer, t0: float):
+        """One `info` line of the policy move and the compile's `info string` (not after an abort);
+        `answer`: policy_answer's, evaluated on the first call (False when that failed)."""
+        engine = self.engine
+        if answer is None:
+            try:
+                answer = engine.policy_answer(self.go)
+            except Exception:  # the wait goes on without it: the search or `stop` answers the go
+                answer = False
+        with engine._bestmove_lock:
+            if self.aborted.is_set():
+                return answer
+            if answer and answer[0] is not None:
+                engine.r.policy_move(answer[0], answer[1], int((time.monotonic() - t0) * 1000))
+            engine.r.info_string(engine.compile_progress())
+        return answer
 
     def stop(self) -> None:
         with self._lock:

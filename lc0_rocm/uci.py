@@ -18,8 +18,9 @@ A machine's first start compiles the search (search/precompile.py) in a backgrou
 `isready` is answered as soon as the net is loaded. Until the compiled search is loaded, a `go`
 with a clock (movetime, or the side to move's time) is answered at once with the network's policy
 move (one evaluation: lc0's `go nodes 1`), and any other `go` (nodes, depth, mate, infinite,
-ponder) waits for the compile in a thread of its own, while the loop goes on answering `stop`,
-`isready` and `quit` (a `stop` or `ponderhit` before the compile is done plays the policy move). A malformed command, an illegal move in `position`, an
+ponder) waits for the compile in a thread of its own, sending an `info` line of the policy move
+and an `info string` of the compile's progress every second, while the loop goes on answering
+`stop`, `isready` and `quit` (a `stop` or `ponderhit` before the compile is done plays the policy move). A malformed command, an illegal move in `position`, an
 unknown option or a bad value is answered with `info string error: ...` and the loop goes on; a net
 that cannot be loaded is reported the same way and `go` then answers `bestmove (none)`. End of
 input is `quit`. LogFile copies the dialogue to a file (`<stderr>`: to the console).

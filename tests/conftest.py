@@ -23,7 +23,7 @@ SEARCH_FREE = frozenset({
     "test_analyse_accuracy.py", "test_api.py", "test_api_types.py", "test_encoding_oracle.py", "test_engine_values.py",
     "test_eval_cli.py", "test_fault_policy.py", "test_gpu_host_logic.py", "test_hip_on_cuda.py",
     "test_layering.py", "test_make_net.py", "test_net_errors.py", "test_net_hardening.py",
-    "test_net_loader.py", "test_onnx_export.py", "test_policy_map.py", "test_position_errors.py",
+    "test_net_loader.py", "test_net_streams.py", "test_onnx_export.py", "test_policy_map.py", "test_position_errors.py",
     "test_reference_oracle.py", "test_syzygy.py", "test_timemgr.py", "test_torch_bench.py",
     "test_winograd.py",
 })

@@ -1,4 +1,4 @@
-"""`lc0-rocm benchmark` / `bench`: lc0 0.32.1's positions, defaults and output format (not timings).
+"""`lc0-rocm benchmark` / `bench`: lc0 0.32.1's positions, defaults, output format and time limits.
 
 The positions and defaults are read from the real lc0 (`lc0 benchmark` with the random backend prints
 every position it searches; `--help` shows the defaults); our command runs with tiny limits on a
@@ -15,7 +15,7 @@ import chess
 import pytest
 
 from lc0_oracle import require_lc0
-from netpaths import WEIGHTS_DIR
+from netpaths import MAIA_NETS, WEIGHTS_DIR, require_shared
 
 from lc0_rocm.cli import main
 from lc0_rocm.commands import benchmark as bm
@@ -99,3 +99,33 @@ def test_missing_net_is_an_error_line(capsys):
     assert cap.out == ""
     assert cap.err.strip().splitlines()[-1] == ("lc0-rocm: error: bench: cannot load network /nonexistent/net.pb.gz: "
                                                 "No such file or directory: /nonexistent/net.pb.gz")
+
+
+MOVETIME, POSITIONS_TIMED = 500, 3
+
+
+def _within_the_time_limit(text: str) -> None:
+    """Each position's last `Benchmark time` (its bestmove's info) at most 100 ms past --movetime and
+    the total time at most 25% over: what lc0 meets on its own bench (final infos 500-515 ms, totals
+    1.05-1.20x here on a loaded 2-core host); the search stops at its deadline, not after the batch
+    then in the network (a 64-position batch on the cpu took up to 400 ms past the limit)."""
+    blocks = text.split("\nPosition: ")[1:]
+    assert len(blocks) == POSITIONS_TIMED, text
+    finals = [int(re.findall(r"Benchmark time (\d+) ms", b)[-1]) for b in blocks]
+    total = int(re.search(r"Total time \(ms\) : (\d+)", text).group(1))
+    assert all(MOVETIME <= t <= MOVETIME + 100 for t in finals) and total <= 1.25 * POSITIONS_TIMED * MOVETIME, \
+        (finals, total)
+
+
+def test_bench_keeps_its_time_limit():
+    out = io.StringIO()
+    flags = ["-b", "cpu", "--minibatch-size=64", f"--num-positions={POSITIONS_TIMED}", f"--movetime={MOVETIME}"]
+    assert bm.main("bench", flags, out=out) == 0  # the bundled net: a batch of 64 takes ~0.4 s on the cpu
+    _within_the_time_limit(out.getvalue())
+
+
+def test_lc0_keeps_the_same_time_limit():
+    net = require_shared(MAIA_NETS[0])
+    run = subprocess.run([require_lc0(), "bench", "-w", str(net), f"--num-positions={POSITIONS_TIMED}",
+                          f"--movetime={MOVETIME}"], capture_output=True, text=True, timeout=120)
+    _within_the_time_limit(run.stdout)

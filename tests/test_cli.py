@@ -157,3 +157,15 @@ def test_setoption_checks_values(value, ok):
     proc = _run([], f"setoption name DrawScore value {value}\nquit\n")
     errors = [x for x in proc.stdout.splitlines() if x.startswith("info string error")]
     assert (not errors) == ok, proc.stdout
+
+
+def test_version_is_printed_from_its_one_home():
+    """`--version` exits 0 with lc0_rocm.__version__, which pyproject.toml reads instead of a copy."""
+    import lc0_rocm
+
+    tomllib = pytest.importorskip("tomllib")
+    r = _run(["--version"], "")
+    assert r.returncode == 0 and r.stdout == f"lc0-rocm {lc0_rocm.__version__}\n" and r.stderr == "", r
+    pyproject = tomllib.loads((WEIGHTS.parent.parent / "pyproject.toml").read_text())
+    assert "version" not in pyproject["project"] and pyproject["project"]["dynamic"] == ["version"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "lc0_rocm.__version__"}

@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import lc0_rocm
 from lc0_rocm.search import jit
 from netpaths import REPO, WEIGHTS_DIR
@@ -57,10 +59,24 @@ def test_isready_at_once_and_a_timed_go_plays_the_policy_move_until_the_search_i
         assert any("policy move" in x for x in before) and _nodes(before) == [1], before
         assert not ready.exists()
 
+        # no clock: waits for the compile, sending the policy move and the compile's progress each second
+        sent = e.send("go nodes 40")
+        t1, first, _ = e.until("info depth 1 ", 30)
+        t2, second, between = e.until("info depth 1 ", 30)
+        assert t1 - sent < 3 and 0.5 < t2 - t1 < 3, (t1 - sent, t2 - t1)
+        for line in (first, second):
+            assert " nodes 1 score cp " in line and line.endswith(f" pv {policy_move}"), line
+        assert any(x.startswith("info string the search is being compiled for this machine (first start only): ")
+                   and x.endswith(" functions so far; the search starts when it is done") for x in between), between
+        e.send("stop")  # before the compile ends: the policy move
+        _, best, _ = e.until("bestmove", 60)
+        assert best == f"bestmove {policy_move}"
+
+        e.send("go nodes 40")
+        e.until("info depth 1 ", 30)
         lock.close()  # that process ended without a compiled search: the engine compiles it itself
-        e.send("go nodes 40")  # no clock: waits for the compile
-        _, best, before = e.until("bestmove", 600)
-        assert max(_nodes(before)) > 1 and not any("policy move" in x for x in before), before
+        _, best, before = e.until("bestmove", 600)  # the real search, once the compile is done
+        assert max(_nodes(before)) == 40 and not any("policy move" in x for x in before), before
         assert ready.exists()
         e.send("go wtime 10000 btime 10000")  # compiled and loaded: a real search
         _, best, before = e.until("bestmove", 120)
@@ -68,6 +84,46 @@ def test_isready_at_once_and_a_timed_go_plays_the_policy_move_until_the_search_i
     finally:
         lock.close()
         e.close()
+
+
+def _end_compiles_of(cache: Path) -> None:
+    """End the background compiles (and their children) that use the cache under `cache`: each is
+    a session of its own, found by the NUMBA_CACHE_DIR the engine gave it."""
+    import signal
+
+    mark = f"NUMBA_CACHE_DIR={cache / 'numba'}".encode()
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and mark in (proc / "environ").read_bytes().split(b"\0"):
+                os.killpg(int(proc.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+
+
+def test_an_empty_cache_answers_a_go_nodes_at_once_while_it_compiles(tmp_path):
+    """A fresh install (an empty cache): `go nodes 800` is answered at once and every second with
+    the policy move and the compile's progress, and `stop` plays the policy move."""
+    if not Path("/proc/self/environ").exists():
+        pytest.skip("finding the background compile needs /proc")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["LC0_ROCM_CACHE"] = str(tmp_path)
+    e = UciPipe([sys.executable, "-m", "lc0_rocm.cli", "--backend=cpu"], env=env)
+    try:
+        e.send("isready")
+        e.until("readyok", 120)
+        sent = e.send("go nodes 800")
+        t1, first, _ = e.until("info depth 1 ", 30)
+        t2, _, between = e.until("info depth 1 ", 30)
+        assert t1 - sent < 3 and 0.5 < t2 - t1 < 3, (t1 - sent, t2 - t1)
+        progress = [x for x in between if x.startswith("info string the search is being compiled")]
+        assert progress and " nodes 1 score cp " in first, (first, between)
+        e.send("stop")
+        _, best, _ = e.until("bestmove", 60)
+        with lc0_rocm.open_backend(None, backend="cpu") as ev:
+            assert best == f"bestmove {ev.evaluate('startpos').best_move.uci()}" == f"bestmove {first.split()[-1]}"
+    finally:
+        e.close()
+        _end_compiles_of(tmp_path)
 
 
 def test_an_engine_that_quits_at_once_leaves_the_compile_running_for_the_next_start(tmp_path):

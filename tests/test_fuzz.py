@@ -747,6 +747,10 @@ FENS = ["r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q2/PPPBBPPP/R3K2R w KQkq - 0 1",
         "8/8/8/4k3/8/8/8/KQ6 w - - 0 1", "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1",
         "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1",  # stalemate: no legal move
         "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"]
+# counters the search cannot hold (encoding.position's limits): refused at `position`, as a bad FEN
+BAD_COUNTERS = ["position fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 9223372036854775808 1",
+                "position fen 4k3/8/8/8/8/8/4P3/4K3 w - - 32766 1 moves e1d1 e8d8",
+                "position fen 4k3/8/8/8/8/8/4P3/4K3 b - - 0 2147483647 moves e8d8"]
 
 
 class _LineQueueIn:
@@ -895,7 +899,8 @@ class SessionDriver:
         rng = self.rng
         spec = rng.choice(eo.SPECS)
         if spec.name == "WeightsFile":
-            value = rng.choice([SESSION_NET, SESSION_NET, "/nonexistent/net.pb.gz"])
+            value = rng.choice([SESSION_NET, SESSION_NET, "/nonexistent/net.pb.gz"]
+                               + (["/dev/zero"] if os.path.exists("/dev/zero") else []))  # an endless stream
         elif spec.name == "Backend":
             value = rng.choice(["cpu", "cpu", "CPU", "auto", "nonsense"])
         elif spec.name == "BackendOptions":
@@ -977,7 +982,8 @@ class SessionDriver:
                 board.push(m)
         else:
             bad = rng.choice(["position startpos moves e2e5", "position fen 8/8/8/8/8/8/8/8 w - - 0 1",
-                              "position fen garbage", "position startpos moves e2e4 0000 e7e5"])
+                              "position fen garbage", "position startpos moves e2e4 0000 e7e5",
+                              *BAD_COUNTERS])
             self.send(bad)
             self._owe_running()
             self.board = None

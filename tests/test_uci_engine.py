@@ -509,6 +509,23 @@ def test_go_limits_mate_depth_movetime_and_lc0_extras():
         raw.close()
 
 
+def test_go_movetime_is_kept_while_a_batch_is_in_the_network():
+    """The bundled net's batch of 128 takes most of a second on the cpu: the search stops at its
+    deadline (movetime less MoveOverheadMs and the engine's latency: 0.65 s here) all the same,
+    dropping the batch, as lc0's watchdog thread stops its search. Before, the bestmove came after
+    the batch (1.41 s, then 0.73-0.82 s)."""
+    raw = Raw("--minibatch-size=128", "--threads=0").ready()
+    try:
+        for position in ("startpos", "startpos moves e2e4 e7e5"):
+            raw.send(f"position {position}")
+            t = raw.send("go movetime 1000")
+            t_best, line, _ = raw.until("bestmove", timeout=30)
+            assert t_best - t <= 0.85, (position, t_best - t)
+            assert line.split()[1] in _legal_after(position.split()[2:])
+    finally:
+        raw.close()
+
+
 def test_invalid_utf8_on_stdin_does_not_end_the_engine():
     """One undecodable byte under a UTF-8 locale is replaced, not fatal (lines are read as bytes)."""
     env = dict(os.environ, LC_ALL="C.UTF-8", PYTHONIOENCODING="")

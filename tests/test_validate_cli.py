@@ -258,7 +258,22 @@ def test_cli_default_backend_is_auto(capsys):
         pytest.skip("a GPU is usable here")
     assert main(["validate", "-w", str(SE_CLASSICAL), "-n", "2"]) == 0
     cap = capsys.readouterr()
-    assert cap.err.splitlines() == [f"lc0-rocm: {why}; using the cpu backend"]
+    assert [x for x in cap.err.splitlines() if not x.startswith("lc0-rocm: validate: ")] == [
+        f"lc0-rocm: {why}; using the cpu backend"]
     assert cap.out.startswith("validate: cpu (fp32) vs cpu reference (float64)") and cap.out.endswith("result: PASS\n")
     q_max = float(next(ln for ln in cap.out.splitlines() if ln.startswith("Q ")).split()[1])
     assert 0.0 < q_max <= 1e-5
+
+
+def test_progress_goes_to_stderr_stage_by_stage(capsys):
+    """A line as each stage starts and as it ends (one a second at most between): the run is never
+    silent for long, and stdout keeps the table alone."""
+    assert main(["validate", "-w", str(SE_CLASSICAL), "-b", "cpu", "-n", "5", "--batch", "2", "--nodes", "2"]) == 0
+    cap = capsys.readouterr()
+    err = cap.err.splitlines()
+    assert all(x.startswith("lc0-rocm: validate: ") for x in err), err
+    stages = ["cpu evaluates", "cpu searches 2 nodes", "the cpu reference (float64) evaluates",
+              "the cpu reference (float64) searches 2 nodes"]
+    ends = [x.split(": ", 2)[2].rsplit(" (", 1)[0] for x in err if "5/5 positions" in x]
+    assert ends == [f"{name}: 5/5 positions" for name in stages], err
+    assert cap.out.startswith("validate: cpu (fp32) vs cpu reference (float64)") and "lc0-rocm:" not in cap.out

@@ -19,7 +19,7 @@ import chess
 import chess.pgn
 import numpy as np
 
-from ..errors import one_line
+from ..errors import PositionError, one_line
 from .reader import RawGame
 from .records import Thresholds, expected_score, judge_game
 
@@ -101,7 +101,7 @@ def parse_game(raw: RawGame):
     a bad one (reported and skipped). Any other exception of the reader on damaged text is that
     game's error too: one game never stops a run."""
     if raw.kind == "fen":
-        return _parse_fen_line(raw.text)
+        return _counters_checked(*_parse_fen_line(raw.text))
     if raw.error is not None:
         return None, [], [], raw.error
     text = "".join(x for x in raw.text.splitlines(True) if x.strip())  # python-chess ends a game at a blank line
@@ -124,7 +124,20 @@ def parse_game(raw: RawGame):
     status = board.status()
     if status != chess.STATUS_VALID:
         return None, [], headers, f"illegal start position {board.fen()!r}"
-    return board, game.moves, headers, None
+    return _counters_checked(board, game.moves, headers, None)
+
+
+def _counters_checked(board, moves, headers, error):
+    """parse_game's answer, with the error of counters the search cannot hold (a start position's
+    halfmove clock or fullmove number past encoding.position's limits)."""
+    from ..encoding.position import check_counters
+
+    if board is not None and error is None:
+        try:
+            check_counters(board, len(moves))
+        except PositionError as e:
+            return None, [], headers, one_line(e)
+    return board, moves, headers, error
 
 
 @dataclass

@@ -16,12 +16,15 @@ moves may legitimately swap under reduced precision). Limits depend on the backe
   fp16 (rocm-fp16/-auto): top-1 agreement >= 99%, mean |ΔQ| <= 0.005, max |ΔQ| <= 0.03, no NaN
 
 Exit status: 0 within limits, 2 outside them (the table marks which), 1 on an error (bad arguments,
-unreadable net, no GPU).
+unreadable net, no GPU). Progress goes to stderr once the net is loaded (`lc0-rocm: validate: ...`,
+a line per stage and one a second at most within it); the table alone goes to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from dataclasses import dataclass, field
 
 from ..backends.factory import BACKEND_NAMES, DEFAULT_BACKEND
@@ -31,6 +34,7 @@ FP16_TOP1 = 0.99
 FP16_Q_MEAN = 0.005
 FP16_Q_MAX = 0.03
 DEFAULT_POSITIONS = 512
+PROGRESS_INTERVAL_S = 1.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -198,16 +202,22 @@ def run(args) -> int:
     mlh = bool_option(evaluator.options, "mlh", True)
     ref_dtype = np.float64 if backend.name == CpuBackend.name else np.float32  # never the backend itself
     ref_backend = CpuBackend(net, dtype=ref_dtype, mlh=mlh, threads=os.cpu_count())
+    progress = Progress(len(boards))
     try:
         planes = encode_positions(boards, net.input_format)
         legal = [legal_move_indices(b, int(t))[1] for b, t in zip(boards, planes.transforms)]
         precision = getattr(backend, "precision", "fp32")
-        out = _evaluate(backend, planes, args.batch)
-        ours = search_bestmoves(backend, net, boards, args.nodes, args.minibatch) if args.nodes else None
+        out = _evaluate(backend, planes, args.batch, progress.stage(f"{backend.name} evaluates"))
+        ours = (search_bestmoves(backend, net, boards, args.nodes, args.minibatch,
+                                 progress.stage(f"{backend.name} searches {args.nodes} nodes"))
+                if args.nodes else None)
     finally:
         evaluator.close()
-    ref = _evaluate(ref_backend, planes, args.batch)
-    theirs = search_bestmoves(ref_backend, net, boards, args.nodes, args.minibatch) if args.nodes else None
+    ref_name = f"the cpu reference ({np.dtype(ref_dtype).name})"
+    ref = _evaluate(ref_backend, planes, args.batch, progress.stage(f"{ref_name} evaluates"))
+    theirs = (search_bestmoves(ref_backend, net, boards, args.nodes, args.minibatch,
+                               progress.stage(f"{ref_name} searches {args.nodes} nodes"))
+              if args.nodes else None)
 
     c = compare(ref, out, legal)
     if args.nodes:
@@ -222,9 +232,34 @@ def run(args) -> int:
     return 0 if not bad else 2
 
 
-def search_bestmoves(backend, net, boards, nodes: int, minibatch: int) -> list:
+class Progress:
+    """validate's progress on stderr: `stage(name)` says a stage starts and returns its `step(done)`,
+    which says how many of the positions are done, once a PROGRESS_INTERVAL_S at most (and at the end)."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.t0 = time.monotonic()
+
+    def say(self, text: str) -> None:
+        print(f"lc0-rocm: validate: {text} ({time.monotonic() - self.t0:.0f} s)", file=sys.stderr, flush=True)
+
+    def stage(self, name: str):
+        self.say(f"{name} {self.total} positions")
+        last = [time.monotonic()]
+
+        def step(done: int) -> None:
+            now = time.monotonic()
+            if done >= self.total or now - last[0] >= PROGRESS_INTERVAL_S:
+                last[0] = now
+                self.say(f"{name}: {done}/{self.total} positions")
+
+        return step
+
+
+def search_bestmoves(backend, net, boards, nodes: int, minibatch: int, step=lambda done: None) -> list:
     """The move our MCTS chooses after `nodes` nodes from each board (None without legal moves), with
-    deterministic settings: a fresh tree and NN cache per position, no smart pruning."""
+    deterministic settings: a fresh tree and NN cache per position, no smart pruning; `step(done)`
+    after each board."""
     from ..encoding.history import History
     from ..engine import search_params_from
     from ..search.evaluator import NNEvaluator
@@ -237,6 +272,7 @@ def search_bestmoves(backend, net, boards, nodes: int, minibatch: int) -> list:
     for board in boards:
         if not any(board.generate_legal_moves()):
             result.append(None)
+            step(len(result))
             continue
         h = History.from_board(board)
         tree = NodeTree()
@@ -251,10 +287,16 @@ def search_bestmoves(backend, net, boards, nodes: int, minibatch: int) -> list:
         if s.error is not None:
             raise s.error
         result.append(s.bestmove)
+        step(len(result))
     return result
 
 
-def _evaluate(backend, planes, batch: int):
+def _evaluate(backend, planes, batch: int, step=lambda done: None):
     from ..encoding.outputs import NetOutputs
 
-    return NetOutputs.concat([backend.evaluate(piece) for piece in planes.chunks(batch)])
+    outs, done = [], 0
+    for piece in planes.chunks(batch):
+        outs.append(backend.evaluate(piece))
+        done += len(outs[-1])
+        step(done)
+    return NetOutputs.concat(outs)

@@ -3,6 +3,13 @@
 `parse_position(fen_or_None, moves)` validates with python-chess: a malformed or illegal FEN, a
 malformed UCI move string or an illegal move raises `PositionError` with a one-line message that
 names the bad token. Castling may be given as e1g1 or as king-takes-rook (e1h1), as lc0 accepts.
+
+A position is also refused when its counters do not fit where they go: the halfmove clock into the
+search tree's int16 `rule50` column (search/tree.py; the search adds one to it past 100 at most,
+as a node with rule50 >= 100 is a draw and not extended), the fullmove number into lc0's `int`
+(src/chess/board.cc: ChessBoard::SetFromFen refuses a larger one). With moves, the counters the
+last position may reach are checked (the clock plus one per move, the fullmove number plus one per
+move of Black), so no move of the line can carry them past the limits.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 import chess
+import numpy as np
 
 from ..errors import PositionError, one_line
 from .history import History, PositionState
@@ -31,6 +39,23 @@ _STATUS_TEXT = (
 )
 
 
+HALFMOVE_CLOCK_MAX = int(np.iinfo(np.int16).max) - 1  # the tree's rule50 (int16), less the search's one step
+FULLMOVE_NUMBER_MAX = 2**31 - 1  # lc0's int
+
+
+def check_counters(board: chess.Board, moves: int = 0) -> None:
+    """PositionError when the halfmove clock or the fullmove number of `board`, or what `moves`
+    more moves may carry them to, pass the limits the search and lc0 can hold."""
+    after = f" + {moves} move{'s' if moves != 1 else ''}" if moves else ""
+    if board.halfmove_clock + moves > HALFMOVE_CLOCK_MAX:
+        raise PositionError(f"invalid FEN '{board.fen()}': halfmove clock {board.halfmove_clock}{after} is over "
+                            f"{HALFMOVE_CLOCK_MAX}")
+    black_moves = (moves + (board.turn == chess.BLACK)) // 2  # each adds one to the fullmove number
+    if board.fullmove_number + black_moves > FULLMOVE_NUMBER_MAX:
+        raise PositionError(f"invalid FEN '{board.fen()}': fullmove number {board.fullmove_number}{after} is over "
+                            f"{FULLMOVE_NUMBER_MAX}")
+
+
 def parse_board(fen: Optional[str], chess960: bool = False) -> chess.Board:
     """A validated python-chess board from a FEN (None or "startpos" = the start position);
     `chess960`: castling rights and moves in Chess960's notation (king takes rook)."""
@@ -45,6 +70,7 @@ def parse_board(fen: Optional[str], chess960: bool = False) -> chess.Board:
     if status != chess.STATUS_VALID:
         problems = [text for flag, text in _STATUS_TEXT if status & flag] or ["invalid position"]
         raise PositionError(f"illegal FEN '{fen}': {', '.join(problems)}")
+    check_counters(board)
     return board
 
 
@@ -52,6 +78,8 @@ def parse_position(fen: Optional[str], moves: Iterable[str] = (), chess960: bool
     """History from a FEN (None = start position) and UCI moves (absolute notation, e.g. e2e4, e7e8q;
     with `chess960`, castling as king takes rook)."""
     board = parse_board(fen, chess960)
+    moves = list(moves)
+    check_counters(board, len(moves))
     root_ep = -1 if board.ep_square is None else board.ep_square & 7
     node = PositionState.from_board(board, None, ep_file=root_ep)
     for n, tok in enumerate(moves, 1):

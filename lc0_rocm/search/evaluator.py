@@ -95,7 +95,9 @@ class Pending:
 
     def discard(self) -> None:
         """Collect and drop a batch nobody will use (frees an asynchronous backend's buffers)."""
-        if self.future is None and not self.collected:
+        if self.future is not None:
+            self.future.cancel()  # still queued behind another batch: never computed
+        elif not self.collected:
             self.collected = True
             try:
                 self.backend.collect(self.handle)

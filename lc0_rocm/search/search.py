@@ -52,6 +52,7 @@ from .limits import IterationStats, SearchLimits
 from .stoppers import Stopper
 from .tree import DRAW, LOSS, M_TOP, TABLEBASE, WIN, NodeTree, NodeView
 
+DEADLINE_WATCH_MAX_WAIT_S = 0.1  # the deadline's watcher looks at least this often (lc0's kMaxWaitTimeMs)
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _INT_MAX = 2**31 - 1
 AUTO_WATCH_BATCHES = 8  # Threads 0, synchronous backend: batches timed each way (see Search._loop)
@@ -314,6 +315,8 @@ class Search:
 
     # ---- the search loop (search thread)
     def run(self) -> None:
+        if self.limits.deadline_ms is not None or self.limits.hold_bestmove:  # ponder: a ponderhit sets one
+            threading.Thread(target=self._watch_deadline, name="search-deadline", daemon=True).start()
         try:
             self._run()
         except BaseException as e:  # reported by the caller; a GUI still gets its bestmove
@@ -323,6 +326,23 @@ class Search:
                 self._finish()
             finally:
                 self._done.set()
+
+    def _watch_deadline(self) -> None:
+        """lc0's Search::WatchdogThread, for the hard deadline: the stoppers are asked after each
+        batch, so a batch still being evaluated when `limits.deadline_ms` passes would carry the
+        search and its bestmove past it. This thread stops the search at the deadline instead (the
+        batches in flight are dropped). A search holding its bestmove (ponder) waits for a ponderhit."""
+        while True:
+            lim = self.limits
+            wait_s = DEADLINE_WATCH_MAX_WAIT_S  # limits and their origin may change (ponderhit)
+            if lim.deadline_ms is not None and not lim.hold_bestmove:
+                left_s = lim.deadline_ms / 1000.0 - (time.monotonic() - self.limits_origin)
+                if left_s <= 0:
+                    self.stop()
+                    return
+                wait_s = min(wait_s, max(left_s, 0.001))
+            if self._done.wait(wait_s):
+                return
 
     def _root_row(self) -> int:
         return self.tree.root_row
