@@ -1,6 +1,6 @@
 """The `lc0-rocm` command line: dispatches to one module per sub-command; no arguments (or only
 lc0-style flags, or `uci`) speaks UCI, with `--help` listing every engine flag; `--version` prints
-the version (`lc0_rocm.__version__`, which pyproject.toml reads too).
+the version (`lc0_rocm/version.py`, which pyproject.toml reads too).
 
 Every `Lc0RocmError` (and a missing or unreadable file) becomes one line on stderr and exit code 1,
 never a traceback.
@@ -56,7 +56,7 @@ def _load(module: str):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--version"]:
-        from . import __version__
+        from .version import __version__
 
         print(f"lc0-rocm {__version__}")
         return 0
