@@ -160,7 +160,8 @@ def test_setoption_checks_values(value, ok):
 
 
 def test_version_is_printed_from_its_one_home():
-    """`--version` exits 0 with lc0_rocm.__version__, which pyproject.toml reads instead of a copy."""
+    """`--version` exits 0 with lc0_rocm.__version__ (lc0_rocm/version.py), which pyproject.toml reads
+    instead of a copy."""
     import lc0_rocm
 
     tomllib = pytest.importorskip("tomllib")
@@ -168,4 +169,4 @@ def test_version_is_printed_from_its_one_home():
     assert r.returncode == 0 and r.stdout == f"lc0-rocm {lc0_rocm.__version__}\n" and r.stderr == "", r
     pyproject = tomllib.loads((WEIGHTS.parent.parent / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"] and pyproject["project"]["dynamic"] == ["version"]
-    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "lc0_rocm.__version__"}
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "lc0_rocm.version.__version__"}
