@@ -183,7 +183,7 @@ class Engine:
     def ensure_net(self) -> bool:
         """Load the network / create the backend if the options changed. False (reported) on failure."""
         from .search.evaluator import NNEvaluator
-        from .search.search import prepare_backend
+        from .search.warmup import prepare_backend
 
         if self.opener is None:
             from .api import open_backend as opener
@@ -244,9 +244,9 @@ class Engine:
     def _prepare_search(self, minibatch: int) -> bool:
         """Warm the search up when it is compiled (True); on a first start, prepare the backend and
         compile the search in the background (isready does not wait)."""
-        from .search.jit import is_compiled
+        from .jit import is_compiled
         from .search.precompile import Background
-        from .search.search import prepare_backend, warm_up
+        from .search.warmup import prepare_backend, warm_up
 
         bg = self.compile
         if (bg is None and is_compiled()) or (bg is not None and bg.ready.is_set()):
@@ -426,7 +426,7 @@ class Engine:
         bg = self.compile
         if self.algorithm == MCTS and bg is not None and not bg.ready.is_set():
             if self._has_clock(go):
-                from .search.jit import is_compiled
+                from .jit import is_compiled
 
                 if not bg.ready.wait(1.0 if is_compiled() else 0.0):  # compiled, and loading: a second at most
                     self.answer_with_policy_move(go)
@@ -560,7 +560,7 @@ class Engine:
         (of `searchmoves`, when given), after one evaluation; the score in lc0's `centipawn` formula
         (ScoreType WDL_mu's rescaling is compiled code). The first legal move should that fail."""
         from .api import Evaluator
-        from .search.score import uci_score
+        from .search.core.score import uci_score
 
         aborted = aborted if aborted is not None else threading.Event()
         pos = self.position

@@ -17,7 +17,7 @@ import pytest
 from lc0_oracle import require_lc0, require_lczero
 from uci_pipe import UciPipe
 
-from lc0_rocm.search import score as sc
+from lc0_rocm.search.core import score as sc
 
 
 def test_fast_exp_and_log_are_close_to_exact():

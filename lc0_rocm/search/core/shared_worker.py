@@ -24,12 +24,12 @@ tree depends on timing.
 
 from __future__ import annotations
 
+from ...jit import jit
 from . import nncache
 from .backup import back_up_rows, cancel_path, expand_rows, revert_batch, revert_two_fold
 from .batch import S_DESCENTS, S_IN_FLIGHT, S_OOO
 from .extend import LEAF_BATCH, LEAF_CACHED, commit_leaf, encode_leaf, extend_leaf
-from .jit import jit
-from .params import P_CACHE_HISTORY, P_EXACT_LIMIT, P_OUT_OF_ORDER
+from .packed_params import P_CACHE_HISTORY, P_EXACT_LIMIT, P_OUT_OF_ORDER
 from .pick import best_edge, pick_nodes, root_report, root_skip
 from .spinlock import fetch_add, lock, lock_shared, unlock, unlock_shared
 from .tree import M_ROOT, NON_TERMINAL, TWO_FOLD

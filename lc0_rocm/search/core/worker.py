@@ -23,12 +23,12 @@ from collections import namedtuple
 
 import numpy as np
 
+from ...jit import jit
 from .backup import apply, backup, cancel_path, defer
 from .batch import MAX_MOVES, S_COLLISIONS, S_DESCENTS, S_IN_FLIGHT, S_OOO
 from .extend import extend
-from .jit import jit
 from .spinlock import fetch_add
-from .params import P_EXACT_LIMIT, P_OUT_OF_ORDER
+from .packed_params import P_EXACT_LIMIT, P_OUT_OF_ORDER
 from .pick import best_edge, pick_nodes, root_report, root_skip
 from .tree import M_ROOT, NON_TERMINAL
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .jit import jit
+from ...jit import jit
 
 F32 = np.float32
 

@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..encoding.packed import NUM_PLANES
+from ...encoding.packed import NUM_PLANES
 
 MAX_MOVES = 256  # room for the legal moves of any position (at most 218)
 INT_MAX = 2**31 - 1
