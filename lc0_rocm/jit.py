@@ -1,12 +1,15 @@
 """The one place compiled code gets its compiler: numba's `njit`, cached on disk, keyed by the code.
 
 Every compiled function of lc0_rocm (the search's, search/core/, and the random and trivial backends')
-is declared with `@jit` from here: `njit(cache=True, nogil=True, _nrt=False)`,
+is declared with `@jit` from here: `njit(cache=True, nogil=True, _nrt=False, error_model="numpy")`,
 so compiled code runs without the GIL (the backend's thread keeps working), is compiled once per
 machine, and keeps no reference counts: arrays are passed by value, never allocated, so a call that
 takes the tree (a namedtuple of 25 arrays) costs nothing, where numba's reference counting made every
 such call cost ~260 ns (measured). The few functions that allocate use `@jit_alloc` (reference
-counting on). Both add the function to `COMPILED`.
+counting on). Both add the function to `COMPILED`. `error_model="numpy"`: no arithmetic raises (a
+division by zero gives inf, NaN or, for integers, 0), so no exception can leave a spin lock of the
+shared tree taken (search/core/tree.py's concurrency table); bounds are not checked (numba's
+default), so indexing raises nothing either.
 
 The cache: `$LC0_ROCM_CACHE/numba/<key>` (default `~/.cache/lc0-rocm/numba/<key>`; an explicit
 NUMBA_CACHE_DIR replaces `$LC0_ROCM_CACHE/numba`), never next to the sources, so a read-only
@@ -243,11 +246,11 @@ _impl._locator_classes = [_CodeLocator, *(c for c in _impl._locator_classes if c
 
 
 def jit(fn=None, **options):
-    """Compile `fn` with numba: no Python objects, GIL released, cached on disk, no allocation.
-    `options` go to numba (e.g. `inline="always"`)."""
+    """Compile `fn` with numba: no Python objects, GIL released, cached on disk, no allocation, no
+    exception from arithmetic. `options` go to numba (e.g. `inline="always"`)."""
     if fn is None:
         return functools.partial(jit, **options)
-    d = numba.njit(cache=True, nogil=True, _nrt=False, **options)(fn)
+    d = numba.njit(cache=True, nogil=True, _nrt=False, error_model="numpy", **options)(fn)
     COMPILED.append(d)
     return d
 
@@ -256,6 +259,6 @@ def jit_alloc(fn=None, **options):
     """`jit` for a function that allocates arrays."""
     if fn is None:
         return functools.partial(jit_alloc, **options)
-    d = numba.njit(cache=True, nogil=True, **options)(fn)
+    d = numba.njit(cache=True, nogil=True, error_model="numpy", **options)(fn)
     COMPILED.append(d)
     return d
