@@ -53,7 +53,7 @@ from .stoppers import Stopper
 from .tree import NodeTree, NodeView
 
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
-_NO_STOP = np.zeros(1, dtype=np.int32)
+_NO_STOP = np.zeros(bt.FLAGS_SIZE, dtype=np.int32)
 _NO_OUTPUTS = NetOutputs(policy=np.zeros((0, POLICY_SIZE), np.float32), q=np.zeros(0, np.float32),
                          d=np.zeros(0, np.float32), wdl=None, mlh=None)
 
@@ -99,7 +99,7 @@ class Search:
         self.stats = np.zeros(bt.STATS_SIZE, dtype=np.int64)
         self._edge_n = np.zeros(bt.MAX_MOVES, dtype=np.int64)  # root children's visits (root_report)
         self._report = np.zeros(pk.REPORT_SIZE)  # the rest of root_report (pick.R_*)
-        self._stop_flag = np.zeros(1, dtype=np.int32)  # read by the compiled gatherer
+        self._stop_flag = np.zeros(bt.FLAGS_SIZE, dtype=np.int32)  # read by the compiled gatherer (bt.F_*)
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
         self._done = threading.Event()
@@ -162,7 +162,7 @@ class Search:
     def stop(self) -> None:
         """Ask the search to finish; returns at once (bestmove follows from the search thread)."""
         self._stop.set()
-        self._stop_flag[0] = 1
+        self._stop_flag[bt.F_STOP] = 1  # the one place that writes F_STOP
 
     def ponderhit(self, limits: SearchLimits) -> None:
         """The pondered move was played: continue with normal limits counted from now."""
@@ -322,7 +322,7 @@ class Search:
         while not self._stopping():
             self._halt.clear()
             self._halt_reason = ""
-            self._stop_flag[0] = 1 if self._stop.is_set() else 0
+            self._stop_flag[bt.F_HALT] = 0  # no search thread runs: a new round (a `stop` stays in F_STOP)
             helpers = [threading.Thread(target=self._lane_loop, args=(lane,), name=f"search-{k + 1}", daemon=True)
                        for k, lane in enumerate(self._lanes[1:])]
             for h in helpers:
@@ -331,7 +331,7 @@ class Search:
                 self._lane_loop(self._lanes[0], main=True)
             finally:
                 self._halt.set()
-                self._stop_flag[0] = 1
+                self._stop_flag[bt.F_HALT] = 1
                 for h in helpers:
                     h.join()
             if self.error is not None:
@@ -367,7 +367,7 @@ class Search:
                     if stop:
                         self._halt_reason = stop
                         self._halt.set()
-                        self._stop_flag[0] = 1
+                        self._stop_flag[bt.F_HALT] = 1
                         break
                     self._locked(self._maybe_send_info)
                 if self.params.nps_limit > 0:
@@ -376,7 +376,7 @@ class Search:
             if self.error is None:
                 self.error = e
             self._halt.set()
-            self._stop_flag[0] = 1
+            self._stop_flag[bt.F_HALT] = 1
             if lane.slot.count:  # its virtual loss off the tree (a reused tree must not keep it)
                 try:
                     self._revert(lane.slot, lane)
