@@ -57,7 +57,6 @@ class InfoLine:
     comment: str = ""  # an `info string` instead of a line of numbers (e.g. a warning)
 
 
-
 def best_edges(s, node: NodeView, count: int, root_level: bool = False) -> list[int]:
     """Indices of the `count` best children in lc0's GetBestChildrenNoTemperature order."""
     t = s.tree.arrays
@@ -77,6 +76,7 @@ def best_edges(s, node: NodeView, count: int, root_level: bool = False) -> list[
                              float(t.e_p[fe + b]), ds))
     return sorted(idxs, key=functools.cmp_to_key(cmp))[:count]
 
+
 def edge_info(s, i: int) -> EdgeInfo:
     t = s.tree.arrays
     row = s._root_row()
@@ -88,21 +88,23 @@ def edge_info(s, i: int) -> EdgeInfo:
         return EdgeInfo(move, int(t.n[c]), float(t.wl[c]), float(t.d[c]), float(t.m[c]), int(t.term[c]), p)
     return EdgeInfo(move, 0, -float(t.wl[row]), float(t.d[row]), 0.0, 0, p)
 
+
 def pv(s, i: int) -> list[chess.Move]:
+    """The principal variation that starts with root edge `i`."""
     t = s.tree.arrays
     c960 = s.tree.chess960
     row = s._root_row()
     fe = int(t.first_edge[row])
-    pv = [rules.code_to_move(int(t.e_code[fe + i]), c960)]
+    line = [rules.code_to_move(int(t.e_code[fe + i]), c960)]
     node = int(t.e_child[fe + i])
     while node >= 0 and t.n[node] > 0 and t.first_edge[node] >= 0:
         b = int(pk.best_edge(t, s._packed, node, s._allowed, False))
         if b < 0:
             break
         fe = int(t.first_edge[node])
-        pv.append(rules.code_to_move(int(t.e_code[fe + b]), c960))
+        line.append(rules.code_to_move(int(t.e_code[fe + b]), c960))
         node = int(t.e_child[fe + b])
-    return pv
+    return line
 
 
 def info_lines(s) -> list[InfoLine]:

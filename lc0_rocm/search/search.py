@@ -291,7 +291,7 @@ class Search:
     # ---- several search threads on one tree (lc0's Threads > 1)
     def _run_lanes(self, count: int) -> None:
         """`count` search threads (this one and count - 1 more), each gathering, evaluating and backing
-        up batches of its own on the shared tree (search/shared_worker.py) until the stoppers, a
+        up batches of its own on the shared tree (search/core/shared_worker.py) until the stoppers, a
         `stop` or an error end the search; `go infinite` and ponder then wait here as in `_loop`."""
         self._lock_word = spinlock.new_lock()
         self._gate = Gate()

@@ -19,6 +19,35 @@ every position of the game and of the search:
 
 search/tree.py's `NodeTree` holds these arrays for a game; here, the compiled code that writes
 nodes (a fresh node, a position, a subtree copied for tree reuse, a terminal mark undone).
+
+The concurrency contract. With one search thread nothing is shared and nothing locked. With several
+(core/shared_worker.py) they share these arrays, the NN cache and the search's counters, under two
+lock words of core/spinlock.py: `lk`, the tree's readers/writer lock (lc0's `nodes_mutex_`; held
+shared by picks and by Python reading the tree for the stoppers and info lines, `Search._locked`,
+exclusively by backups), and `clk`, the NN cache's. "Owner": the thread that holds a leaf's first
+visit in flight; no other thread reads that node's edges or values while its `n` is 0 (it is a
+collision to them), and the owner's backup, under `lk` exclusively, publishes them.
+
+| data | written by | guard |
+|---|---|---|
+| `n`, `wl`, `d`, `m`, `term`, `lower`, `upper` | backups, out-of-order backups, reverts, two-fold undos | `lk` exclusive (the reused tree's stale two-folds: before the threads start) |
+| `nif` | picks (virtual loss), collisions and reverts taken back | atomic `fetch_add`, under `lk` shared or exclusive |
+| `meta[M_TOP]`, `meta[M_ETOP]` | a new row (pick), a leaf's edges (expansion) | atomic `fetch_add`: each thread gets rows and edges of its own |
+| `e_child` | a pick creating a child | `cas` from -1: the row is written (`init_node`) before it is published; a thread losing the race leaves its row unused |
+| `parent`, `edge`, position fields (`bbs` ... `key`) | `init_node` (creator, before the `cas`), `extend_leaf` (owner) | row owned by its writer until published |
+| `first_edge`, `num_edges`, `e_code`, `e_p`, `v` of a leaf | expansion (`expand_rows`, `cache_hit`), without `lk` | owner; the backup's exclusive `lk` orders them before any reader |
+| `vp` (visited-policy cache) | pickers (a NaN refilled), expansion and backups (set to NaN) | racing pickers write the same sum: children's `n` only change under `lk` exclusive |
+| NN cache entries | `nncache.store` (expansion), the re-lookup of a hit found without a lock | `clk`; an unlocked probe is only a hint, checked again under `clk` |
+| search counters `s` (batch.S_*) | all threads | atomic `fetch_add`, or `lk` exclusive (backup counters); Python reads them unlocked (one word each) |
+| root report (`edge_n`, `rep`) | `root_report` after a backup | `lk` exclusive; the stoppers read it under `lk` shared |
+| stop flags (batch.F_STOP, F_HALT) | `Search.stop()` (F_STOP only), the round's end (F_HALT) | plain int32 words, read without a lock: a late read costs one more pick |
+| the arrays themselves (grown, replaced) | `NodeTree.reserve`, `NNCache.make_room` | search/lanes.py's `Gate`: only while no thread is inside compiled code |
+
+No exception can rise while a lock is held, which would leave it taken and every other thread
+spinning: compiled code runs under numba's `error_model="numpy"` (lc0_rocm/jit.py: a division by
+zero gives inf, NaN or 0), indexes without bounds checks (numba's default: no IndexError), allocates
+nothing in the functions that take a lock (`jit`, `_nrt=False`: no MemoryError) and holds no `raise`
+nor `assert`. The Python readers release in a `finally`.
 """
 
 from __future__ import annotations
