@@ -560,7 +560,7 @@ class Engine:
         (of `searchmoves`, when given), after one evaluation; the score in lc0's `centipawn` formula
         (ScoreType WDL_mu's rescaling is compiled code). The first legal move should that fail."""
         from .api import Evaluator
-        from .search.core.score import uci_score
+        from .search.score import uci_score
 
         aborted = aborted if aborted is not None else threading.Event()
         pos = self.position

@@ -18,13 +18,11 @@ from ..encoding.policy_map import board_move_to_index
 from .core import backup as bk
 from .core import pick as pk
 from .core import rules
-from .core import score as sc
+from .core.fastmath import fast_log_f64, wdl_rescale
 from .core.tree import DRAW, LOSS, TABLEBASE, WIN
+from . import score as sc
 from .params import SearchParams
 from .tree import NodeView
-
-_fast_log = sc.fast_log_f64
-
 
 @dataclass
 class EdgeInfo:
@@ -152,7 +150,7 @@ def verbose_stats_lines(s) -> list[str]:
     fpu = fpu_value if fpu_abs else -(root.wl - ds * root.d) - fpu_value * math.sqrt(vp)
     cpuct = params.cpuct
     if params.cpuct_factor:
-        cpuct += params.cpuct_factor * _fast_log((root.n + params.cpuct_base) / params.cpuct_base)
+        cpuct += params.cpuct_factor * fast_log_f64((root.n + params.cpuct_base) / params.cpuct_base)
     u_coeff = cpuct * math.sqrt(max(root.n - 1 if root.n > 0 else 0, 1))
     m_on = s.mlh_enabled and abs(root.wl) > params.moves_left_threshold
     moves, priors, children = root.moves, root.p, root.children
@@ -213,7 +211,7 @@ def _verbose_stats(n: Optional[NodeView], fpu: float, display: sc.Display, sign:
         if solid:  # lc0 allocates all children of a node with >= SolidTreeThreshold visits: blanks, not dashes
             return "(WL:  0.00000) (D: 0.000) (M:  0.0) (Q:  0.00000) "
         return f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
-    wl, d, _ = sc.wdl_rescale(np.float32(sign * n.wl), np.float32(n.d), display.ratio, display.diff, display.sign,
+    wl, d, _ = wdl_rescale(np.float32(sign * n.wl), np.float32(n.d), display.ratio, display.diff, display.sign,
                               True, display.max_s)
     q = np.float32(wl) + np.float32(display.draw_score) * np.float32(d)
     return f"(WL: {float(wl):8.5f}) (D: {float(d):5.3f}) (M: {n.m:4.1f}) (Q: {float(q):8.5f}) "

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ...jit import jit, jit_alloc
-from . import score as sc
+from . import fastmath
 from .backup import cancel_path, draw_score_at, revert_two_fold
 from .batch import INT_MAX
 from .spinlock import cas, fetch_add
@@ -34,7 +34,7 @@ PUCT_TABLE_SIZE = 1 << 16
 # Scores
 
 
-fast_log_f64 = jit(sc.fast_log_f64)  # lc0's FastLog, the one search.score defines, compiled
+fast_log_f64 = jit(fastmath.fast_log_f64)  # lc0's FastLog, the one core/fastmath.py defines, compiled
 
 
 @jit
