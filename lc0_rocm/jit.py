@@ -9,7 +9,7 @@ such call cost ~260 ns (measured). The few functions that allocate use `@jit_all
 counting on). Both add the function to `COMPILED`. `error_model="numpy"`: no arithmetic raises (a
 division by zero gives inf, NaN or, for integers, 0), so no exception can leave a spin lock of the
 shared tree taken (search/core/tree.py's concurrency table); bounds are not checked (numba's
-default), so indexing raises nothing either.
+default, unless NUMBA_BOUNDSCHECK=1 is set for debugging), so indexing raises nothing either.
 
 The cache: `$LC0_ROCM_CACHE/numba/<key>` (default `~/.cache/lc0-rocm/numba/<key>`; an explicit
 NUMBA_CACHE_DIR replaces `$LC0_ROCM_CACHE/numba`), never next to the sources, so a read-only

@@ -22,7 +22,8 @@ from .fastmath import wdl_rescale
 from .batch import (MAX_MOVES, S_BATCHES, S_CUM_DEPTH, S_IN_FLIGHT, S_MAX_DEPTH, S_NN_EVALS, S_PLAYOUTS,
                     S_REVERTED, TB_RESULT)
 from .spinlock import fetch_add, lock, unlock
-from .packed_params import P_CONTEMPT_BLACK, P_DRAW_SCORE, P_STICKY, P_TEMPERATURE, P_WDL_DIFF, P_WDL_MAX_S, P_WDL_RATIO
+from .packed_params import (P_CONTEMPT_BLACK, P_DRAW_SCORE, P_STICKY, P_TEMPERATURE, P_WDL_DIFF, P_WDL_MAX_S,
+                            P_WDL_RATIO)
 from .tree import DRAW, END_OF_GAME, LOSS, M_ETOP, M_ROOT, NON_TERMINAL, TABLEBASE, TWO_FOLD, WIN, make_not_terminal
 
 ZERO_PRIOR = np.float32(2.0 ** -31)  # what lc0's 16-bit prior storage gives back for a prior set to 0

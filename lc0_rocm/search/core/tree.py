@@ -45,9 +45,10 @@ collision to them), and the owner's backup, under `lk` exclusively, publishes th
 
 No exception can rise while a lock is held, which would leave it taken and every other thread
 spinning: compiled code runs under numba's `error_model="numpy"` (lc0_rocm/jit.py: a division by
-zero gives inf, NaN or 0), indexes without bounds checks (numba's default: no IndexError), allocates
-nothing in the functions that take a lock (`jit`, `_nrt=False`: no MemoryError) and holds no `raise`
-nor `assert`. The Python readers release in a `finally`.
+zero gives inf, NaN or 0), indexes without bounds checks (numba's default: no IndexError; the
+debugging switch NUMBA_BOUNDSCHECK=1 turns them on, and an index out of range would then hang the
+threads), allocates nothing in the functions that take a lock (`jit`, `_nrt=False`: no MemoryError)
+and holds no `raise` nor `assert`. The Python readers release in a `finally`.
 """
 
 from __future__ import annotations
