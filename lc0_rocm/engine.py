@@ -185,7 +185,7 @@ class Engine:
     def ensure_net(self) -> bool:
         """Load the network / create the backend if the options changed. False (reported) on failure."""
         from .search.evaluator import NNEvaluator
-        from .search.search import prepare_backend
+        from .search.warmup import prepare_backend
 
         if self.opener is None:
             from .api import open_backend as opener
@@ -246,9 +246,9 @@ class Engine:
     def _prepare_search(self, minibatch: int) -> bool:
         """Warm the search up when it is compiled (True); on a first start, prepare the backend and
         compile the search in the background (isready does not wait)."""
-        from .search.jit import is_compiled
+        from .jit import is_compiled
         from .search.precompile import Background
-        from .search.search import prepare_backend, warm_up
+        from .search.warmup import prepare_backend, warm_up
 
         bg = self.compile
         if (bg is None and is_compiled()) or (bg is not None and bg.ready.is_set()):
@@ -429,7 +429,7 @@ class Engine:
         bg = self.compile
         if self.algorithm == MCTS and bg is not None and not bg.ready.is_set():
             if self._has_clock(go):
-                from .search.jit import is_compiled
+                from .jit import is_compiled
 
                 if not bg.ready.wait(1.0 if is_compiled() else 0.0):  # compiled, and loading: a second at most
                     self.answer_with_policy_move(go)
@@ -597,7 +597,7 @@ class Engine:
     def compile_progress(self) -> str:
         """How far the first start's compile is: its time so far and the compiled functions the
         cache holds (numba writes an index file for each as it is compiled)."""
-        from .search.jit import cache_dir
+        from .jit import cache_dir
 
         try:
             done = sum(1 for _ in cache_dir().glob("*.nbi"))

@@ -22,7 +22,7 @@ from netpaths import SHARED_WEIGHTS_DIR, WEIGHTS_DIR
 SEARCH_FREE = frozenset({
     "test_analyse_accuracy.py", "test_api.py", "test_api_types.py", "test_encoding_oracle.py", "test_engine_values.py",
     "test_eval_cli.py", "test_fault_policy.py", "test_gpu_host_logic.py", "test_hip_on_cuda.py",
-    "test_layering.py", "test_make_net.py", "test_net_errors.py", "test_net_hardening.py",
+    "test_compile_key.py", "test_layering.py", "test_make_net.py", "test_net_errors.py", "test_net_hardening.py",
     "test_net_loader.py", "test_net_streams.py", "test_onnx_export.py", "test_policy_map.py", "test_position_errors.py",
     "test_reference_oracle.py", "test_syzygy.py", "test_timemgr.py", "test_torch_bench.py",
     "test_winograd.py",
@@ -47,7 +47,8 @@ def pytest_collection_finish(session):
         gate_background.start()
     if all(_search_free(item.path) for item in session.items):
         return  # numba is imported only where the search runs: these modules run without it
-    from lc0_rocm.search import jit, precompile
+    from lc0_rocm import jit
+    from lc0_rocm.search import precompile
 
     if not jit.is_compiled():
         precompile.start_process()  # as an engine's first start does

@@ -25,8 +25,8 @@ from lc0_rocm.encoding.history import History
 from lc0_rocm.encoding.planes import FILL_MODES, INPUT_FORMATS, encode_positions
 from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.encoding.transforms import transform_bitboard as ref_transform_bitboard
-from lc0_rocm.search.encode import FILL_CODES, NUM_PLANES, encode, input_hash, transform_bitboard
-from lc0_rocm.search.jit import jit
+from lc0_rocm.search.core.encode import FILL_CODES, NUM_PLANES, encode, input_hash, transform_bitboard
+from lc0_rocm.jit import jit
 
 DATA = json.loads((Path(__file__).resolve().parent / "data" / "games.json").read_text())
 

@@ -298,7 +298,7 @@ def test_the_uci_loop_answers_while_a_clockless_go_waits_for_the_compile(recordi
 def test_the_instamove_modes_never_start_the_search_compile(recording, monkeypatch, algorithm):
     """lc0's policyhead / valuehead evaluate once per go: a first start (no compiled search) loads
     the net and answers without starting the background compile of the MCTS."""
-    from lc0_rocm.search import jit
+    from lc0_rocm import jit
 
     monkeypatch.setattr(jit, "is_compiled", lambda: False)  # a first start, whatever this machine's cache
     said = Said()

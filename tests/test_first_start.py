@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import lc0_rocm
-from lc0_rocm.search import jit
+from lc0_rocm import jit
 from netpaths import REPO, WEIGHTS_DIR
 from uci_pipe import UciPipe
 
@@ -153,7 +153,7 @@ def test_the_marked_entry_points_serve_a_search_on_another_net_without_compiling
     code = f"""
 import io, sys
 from numba.core import event
-from lc0_rocm.search import jit
+from lc0_rocm import jit
 from lc0_rocm.uci import UciEngine
 compiles = []
 class Compiles(event.Listener):
@@ -177,7 +177,7 @@ print(compiles, [d.py_func.__qualname__ for d in jit.COMPILED if len(d.signature
 def test_another_cpu_target_does_not_see_the_ready_marker():
     """numba keys cached code by the CPU (name and features); so does the ready marker: a process
     compiling for a generic CPU must not take this machine's marker (nor its code) for its own."""
-    code = "from lc0_rocm.search import jit; print(jit.ready_file())"
+    code = "from lc0_rocm import jit; print(jit.ready_file())"
     here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     generic = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True,
                              env=dict(os.environ, NUMBA_CPU_NAME="generic"))

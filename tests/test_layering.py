@@ -18,7 +18,7 @@ PKG = Path(__file__).resolve().parent.parent / "lc0_rocm"
 
 # bottom (0) to top; a part may import parts of lower layers and its own part only
 LAYERS = {
-    "errors": 0, "activations": 0, "blas_threads": 0, "values": 0, "default_net": 0, "version": 0,
+    "errors": 0, "jit": 0, "activations": 0, "blas_threads": 0, "values": 0, "default_net": 0, "version": 0,
     "engine_options": 1,  # the option table, read by every layer above
     "encoding": 1,  # PackedPlanes, NetOutputs, policy map, position encoding: the I/O contract
     "net": 2,  # NetDescription, loader, writer

@@ -12,8 +12,8 @@ import pytest
 
 from lc0_rocm.encoding.history import PositionState
 from lc0_rocm.encoding.policy_map import legal_move_indices
-from lc0_rocm.search import rules
-from lc0_rocm.search.move_codes import index_tables
+from lc0_rocm.search.core import rules
+from lc0_rocm.search.core.move_codes import index_tables
 
 FENS = [
     chess.STARTING_FEN,

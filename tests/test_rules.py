@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from lc0_rocm.encoding.history import PositionState
-from lc0_rocm.search import rules as R
+from lc0_rocm.search.core import rules as R
 
 STARTS = [
     chess.STARTING_FEN,

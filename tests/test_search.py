@@ -26,15 +26,16 @@ from lc0_rocm.backends.factory import create_backend
 from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.net.loader import load_net
 from lc0_rocm.encoding.history import PositionState
-from lc0_rocm.search import backup as bk
-from lc0_rocm.search import batch as bt
-from lc0_rocm.search import extend as ext
-from lc0_rocm.search import pick as pk
-from lc0_rocm.search import rules
+from lc0_rocm.search.core import backup as bk
+from lc0_rocm.search.core import batch as bt
+from lc0_rocm.search.core import extend as ext
+from lc0_rocm.search.core import pick as pk
+from lc0_rocm.search.core import rules
 from lc0_rocm.search.evaluator import NNEvaluator
 from lc0_rocm.search.params import SearchParams
 from lc0_rocm.search.search import Search
-from lc0_rocm.search.tree import DRAW, END_OF_GAME, TWO_FOLD, WIN, NodeTree
+from lc0_rocm.search.core.tree import DRAW, END_OF_GAME, TWO_FOLD, WIN
+from lc0_rocm.search.tree import NodeTree
 from lc0_rocm.search.limits import GoParams, IterationStats, SearchLimits
 from lc0_rocm.search.stoppers import Stopper
 from lc0_rocm.search.timemgr import TimeManager, estimated_moves_to_go

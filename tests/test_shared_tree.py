@@ -24,7 +24,8 @@ from lc0_rocm.search.evaluator import NNEvaluator
 from lc0_rocm.search.limits import SearchLimits
 from lc0_rocm.search.params import SearchParams, search_threads
 from lc0_rocm.search.search import Search
-from lc0_rocm.search.tree import END_OF_GAME, NON_TERMINAL, WIN, NodeTree
+from lc0_rocm.search.core.tree import END_OF_GAME, NON_TERMINAL, WIN
+from lc0_rocm.search.tree import NodeTree
 
 from netpaths import WEIGHTS_DIR
 

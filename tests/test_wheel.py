@@ -156,7 +156,7 @@ def test_installed_wheel_evaluates_like_the_repo(installed):
 
 
 def test_installed_wheel_plays_uci(installed):
-    from lc0_rocm.search.jit import is_compiled
+    from lc0_rocm.jit import is_compiled
 
     venv, _, env, cwd = installed
     compiled = is_compiled()

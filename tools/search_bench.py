@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-import lc0_rocm.search.jit  # noqa: E402,F401  (first: the search's numba cache folder is set before numba loads,
+import lc0_rocm.jit  # noqa: E402,F401  (first: the search's numba cache folder is set before numba loads,
 #                                              which the random and trivial backends import too)
 
 from lc0_rocm.backends.base import Backend  # noqa: E402

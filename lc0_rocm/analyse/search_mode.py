@@ -25,7 +25,7 @@ class GameSearcher:
     def __init__(self, evaluator, nodes: int, minibatch: int = 0, cache_size: int = 200_000):
         from ..engine import search_params_from
         from ..search.evaluator import NNEvaluator
-        from ..search.search import warm_up
+        from ..search.warmup import warm_up
 
         self.api = evaluator
         self.nodes = int(nodes)

@@ -8,11 +8,9 @@ with `seed`; Q = (hash mod 200000 - 100000) / 100000, D = (1 - |Q|) * (HashCat(h
 10000) / 10000, the logit of policy index i = (HashCat(hash, i) mod 10000) * 3 / 10000. Options as
 lc0's: `seed` (0), `uniform` (false: true gives Q = D = 0 and equal logits), `delay` (ms slept per
 batch, 0), `input_mode` (the input format, default 1 = classical 112 planes, whatever the net's).
-The outputs are WDL without moves-left, as lc0's network declares. The hashing is compiled (numba,
+The outputs are WDL without moves-left, as lc0's network declares. The hashing is compiled (lc0_rocm/jit.py,
 GIL released): all 1858 logits of every position, some 3-4 µs a position on one core (lc0 hashes only
-the legal moves' logits, when its search asks for them). This module imports numba: a program that
-also searches imports `lc0_rocm.search` first, so that numba loads with the search's cache folder
-(the UCI engine and the tools do).
+the legal moves' logits, when its search asks for them).
 """
 
 from __future__ import annotations
@@ -20,12 +18,12 @@ from __future__ import annotations
 import dataclasses
 import time
 
-import numba
 import numpy as np
 
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from ..encoding.packed import PackedPlanes
 from ..errors import BackendError
+from ..jit import jit, jit_alloc
 from ..net.description import NetDescription
 from .base import Backend
 from .options import bool_option, int_option
@@ -37,13 +35,13 @@ _M1, _A1 = np.uint64(0xFAD0D7F2FBB059F1), np.uint64(0xBAAD41CDCB839961)
 _M2, _A2 = np.uint64(0x7ACEC0050BF82F43), np.uint64(0xD571B3A92B1B2755)
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def _hash(v):
     """lc0's Hash (utils/hashcat.h)."""
     return _M1 * (v + _A1) + _M2 * ((v >> np.uint64(31)) + _A2)
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def _pair(a, b):
     """lc0's HashCat({a, b}) = HashCat(HashCat(0, a), b)."""
     h = _K + _hash(a)
@@ -54,7 +52,7 @@ _LOW32, _S32 = np.uint64(0xFFFFFFFF), np.uint64(32)
 _DIV10000 = np.uint64(0x346DC5D63886594B)  # x // 10000 = mulhi(x, this) >> 11, for every uint64 x
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _mod10000(x):
     """x % 10000 by a multiply-high (numba's 64-bit modulo costs a division, ~1.3x slower here)."""
     a_lo, a_hi = x & _LOW32, x >> _S32
@@ -65,7 +63,7 @@ def _mod10000(x):
     return x - (hi >> np.uint64(11)) * np.uint64(10000)
 
 
-@numba.njit(cache=True, nogil=True)
+@jit_alloc
 def random_outputs(masks, values, seed, policy, q, d):
     """Fill policy [n, 1858], q [n], d [n] (float32) for the planes masks/values [n, 112]."""
     bits = values.view(np.uint32)

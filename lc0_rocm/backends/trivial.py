@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from ..encoding.bits import popcount
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from ..encoding.packed import PackedPlanes
+from ..jit import jit
 from ..net.description import NetDescription
 from . import trivial_tables as tt
 from .base import Backend
@@ -29,7 +29,7 @@ _KINGS = np.array(tt.KINGS, dtype=np.float32)
 _KINGS_ENDGAME = np.array(tt.KINGS_ENDGAME, dtype=np.float32)
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def _dot(mask, weights):
     """lc0's DotProduct: the weights of the set squares, summed in float32 from a1 up."""
     total = np.float32(0.0)
@@ -42,7 +42,7 @@ def _dot(mask, weights):
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def _flip(mask):
     """lc0's ReverseBytesInBytes: the board upside down."""
     out = np.uint64(0)
@@ -51,13 +51,13 @@ def _flip(mask):
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def _bare(queen, rook, knight, bishop):
     """No queen, or a queen without rooks and at most one minor piece (lc0's endgame test)."""
     return queen == 0 or (rook == 0 and popcount(knight | bishop) <= 1)
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def trivial_q(masks, pieces, kings, kings_endgame, q):
     """q[j] from the 112 plane masks of position j (planes 0-5 ours, 6-11 theirs)."""
     for j in range(masks.shape[0]):

@@ -133,9 +133,10 @@ class BatchEncoder:
 
     def __init__(self, history: History, input_format: int, fill: str = "fen_only"):
         from ..encoding.planes import encode_positions
-        from ..search import encode as enc
+        from ..search.core import encode as enc
         from ..search.params import FILL_CODES
-        from ..search.tree import M_STARTPOS, NodeTree
+        from ..search.core.tree import M_STARTPOS
+        from ..search.tree import NodeTree
 
         encode_positions([history], input_format)  # checks the input format once, outside any timing
         tree = NodeTree()

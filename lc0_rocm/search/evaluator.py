@@ -17,8 +17,8 @@ from ..backends.base import Backend
 from ..engine_options import default as _d
 from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
-from .move_codes import index_tables
-from .nncache import NNCache
+from .core.move_codes import index_tables
+from .core.nncache import NNCache
 
 
 class NNEvaluator:

@@ -2,7 +2,7 @@
 engine_options' table (the one home of lc0's defaults).
 
 `SearchParams` is what the UCI layer fills from its options; `packed()` lays the numbers out in
-one float64 array for the compiled worker (indices `P_*`). `collision_budget` and
+one float64 array for the compiled worker (indices `P_*`, search/core/packed_params.py). `collision_budget` and
 `suggested_minibatch` are the two rules lc0 applies around a gathering. `contempt_value` and
 `wdl_rescale_params` turn lc0's contempt options into the (ratio, diff) of its WDL rescaling
 (`src/search/classic/params.cc: GetContempt, AccurateWDLRescaleParams, SimplifiedWDLRescaleParams`).
@@ -19,16 +19,14 @@ import numpy as np
 
 from ..encoding.planes import FILL_CODES
 from ..engine_options import default as _d
+from .core.packed_params import (P_CACHE_HISTORY, P_CONTEMPT_BLACK, P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_DRAW_SCORE,
+                                 P_EXACT_LIMIT, P_FILL, P_FPU, P_FPU_ABSOLUTE, P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT,
+                                 P_INPUT_FORMAT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC, P_ML_SCALED, P_ML_SLOPE,
+                                 P_ML_THRESHOLD, P_MLH, P_OUT_OF_ORDER, P_SIZE, P_STICKY, P_TB_PIECES, P_TEMPERATURE,
+                                 P_TWO_FOLD, P_WDL_DIFF, P_WDL_MAX_S, P_WDL_RATIO)
 
 GPU_MINIBATCH = 256  # lc0's default MinibatchSize for a GPU backend (its backend's preferred batch)
 CPU_MINIBATCH = 16
-
-(P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FPU, P_FPU_ABSOLUTE, P_FPU_ROOT, P_FPU_ABSOLUTE_ROOT,
- P_TWO_FOLD, P_STICKY, P_MLH, P_ML_MAX, P_ML_THRESHOLD, P_ML_SLOPE, P_ML_CONSTANT, P_ML_SCALED,
- P_ML_QUADRATIC, P_TEMPERATURE, P_INPUT_FORMAT, P_FILL, P_CACHE_HISTORY, P_EXACT_LIMIT,
- P_DRAW_SCORE, P_WDL_RATIO, P_WDL_DIFF, P_WDL_MAX_S, P_CONTEMPT_BLACK, P_TB_PIECES, P_OUT_OF_ORDER) = range(28)
-P_SIZE = 32
-CONTEMPT_MODES = ("none", "white", "black")
 
 
 @dataclass

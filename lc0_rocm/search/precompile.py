@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import jit
+from .. import jit
 
 POLL_S = 0.2  # how often the engine looks for the ready marker while another process compiles
 
@@ -38,7 +38,7 @@ def compile_search() -> None:
     from ..default_net import default_net_path
     from ..net.loader import load_net
     from .evaluator import NNEvaluator
-    from .search import warm_up
+    from .warmup import warm_up
 
     net = load_net(default_net_path())
     evaluator = NNEvaluator(CpuBackend(net), net.input_format, 1024, 1.0)

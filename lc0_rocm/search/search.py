@@ -1,7 +1,8 @@
 """One `go`: the search loop's control and its reports (lc0's `Search`, `src/search/classic/search.cc`).
 
-Python keeps control; the per-playout work runs compiled (`search.worker` and the picking,
-extension and backup modules it calls). In its own thread a `Search` repeats:
+Python keeps control; the per-playout work runs compiled (search/core/: `worker` and the picking,
+extension and backup modules it calls). The reports are search/report.py's, the batch buffers and
+the search threads' gate search/lanes.py's. In its own thread a `Search` repeats:
   1. gather a minibatch of leaves (`worker.gather`, GIL released) into one of a few batch buffers;
   2. hand it to the backend at once: an asynchronous backend (a GPU) then holds up to two batches
      while the next is gathered, a synchronous one computes on the evaluator's worker thread;
@@ -11,7 +12,7 @@ Without pipelining (Threads 1) each batch is gathered, evaluated and applied bef
 the tree is lc0's visit for visit (tests/test_search.py). With Threads > 1 (and Threads 0 on a host
 with cores to spare, `params.search_threads`) several threads share the tree instead, as lc0's search
 threads do: each gathers, evaluates and applies batches of its own (`_run_lanes`,
-search/shared_worker.py), and this one also asks the stoppers and sends the info lines.
+search/core/shared_worker.py), and this one also asks the stoppers and sends the info lines.
 
 A `stop` before the root has been evaluated waits for that one evaluation, so the move played is
 always one the search looked at. The best move is the most visited root child (shorter proven win /
@@ -21,13 +22,10 @@ of highest prior, like lc0.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import math
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 import chess
@@ -35,162 +33,30 @@ import numpy as np
 
 from ..encoding.history import PositionState
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
-from ..encoding.packed import PackedPlanes
-from ..encoding.policy_map import board_move_to_index
-from . import backup as bk
-from . import batch as bt
-from . import pick as pk
-from . import rules
+from . import report as rp
 from . import score as sc
-from . import shared_worker as sw
-from . import spinlock
-from . import worker as wk
+from .core import backup as bk
+from .core import batch as bt
+from .core import pick as pk
+from .core import rules
+from .core import shared_worker as sw
+from .core import spinlock
+from .core import worker as wk
+from .core.packed_params import P_TB_PIECES
+from .core.tree import M_TOP
 from .evaluator import NNEvaluator
-from .params import (P_TB_PIECES, SearchParams, batches_in_flight, collision_budget, search_threads,
-                     suggested_minibatch)
+from .lanes import AutoInline, Gate, Lane, Slot
 from .limits import IterationStats, SearchLimits
+from .params import SearchParams, batches_in_flight, collision_budget, search_threads, suggested_minibatch
+from .report import InfoLine
 from .stoppers import Stopper
-from .tree import DRAW, LOSS, M_TOP, TABLEBASE, WIN, NodeTree, NodeView
+from .tree import NodeTree, NodeView
 
 DEADLINE_WATCH_MAX_WAIT_S = 0.1  # the deadline's watcher looks at least this often (lc0's kMaxWaitTimeMs)
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
-_INT_MAX = 2**31 - 1
-AUTO_WATCH_BATCHES = 8  # Threads 0, synchronous backend: batches timed each way (see Search._loop)
-AUTO_TRIAL_SHARE = 0.5
-_NO_STOP = np.zeros(1, dtype=np.int32)
+_NO_STOP = np.zeros(bt.FLAGS_SIZE, dtype=np.int32)
 _NO_OUTPUTS = NetOutputs(policy=np.zeros((0, POLICY_SIZE), np.float32), q=np.zeros(0, np.float32),
                          d=np.zeros(0, np.float32), wdl=None, mlh=None)
-_fast_log = sc.fast_log_f64
-
-
-@dataclass
-class EdgeInfo:
-    """One root move as reported in `info`: move, visits, value (mover's view), proven state."""
-
-    move: chess.Move
-    n: int
-    wl: float
-    d: float
-    m: float
-    terminal: int  # the tree's terminal kind (0: not proven)
-    p: float
-
-
-@dataclass
-class InfoLine:
-    """One `info` line of search progress (rendered by the UCI layer)."""
-
-    depth: int
-    seldepth: int
-    time_ms: int
-    nodes: int
-    score: tuple  # ("cp", int) or ("mate", int)
-    wdl: tuple
-    nps: Optional[int]
-    multipv: Optional[int]
-    pv: list
-    moves_left: Optional[int] = None  # expected moves to the end of the game (nets with MLH)
-    tbhits: int = 0
-    comment: str = ""  # an `info string` instead of a line of numbers (e.g. a warning)
-
-
-class _Slot:
-    """A batch buffer and what is known of the batch in it."""
-
-    __slots__ = ("arrays", "count", "pending")
-
-    def __init__(self, capacity: int):
-        self.arrays = bt.new_batch(capacity)
-        self.count = 0
-        self.pending = None
-
-    def planes(self) -> PackedPlanes:
-        a, k = self.arrays, self.count
-        return PackedPlanes(a.masks[:k], a.values[:k], a.transform[:k])
-
-
-class _Lane:
-    """One of several search threads sharing the tree: its batch buffer and scratch arrays."""
-
-    __slots__ = ("slot", "work", "apply_work")
-
-    def __init__(self, capacity: int, max_ooo: int):
-        self.slot = _Slot(capacity)
-        self.work = wk.new_work(max(capacity, max_ooo), 64)
-        self.apply_work = bk.new_apply_work()
-
-
-class _Gate:
-    """Search threads sharing the tree pass through `inside` around each compiled call on it; making
-    room (the tree's or the cache's arrays replaced by larger ones) waits until no thread is inside,
-    and no thread enters meanwhile."""
-
-    def __init__(self):
-        self._cond = threading.Condition()
-        self._inside = 0
-        self._growing = False
-
-    @contextlib.contextmanager
-    def inside(self, has_room: Callable[[], bool], make_room: Callable[[], None]):
-        with self._cond:
-            while True:
-                if self._growing:
-                    self._cond.wait()
-                    continue
-                if has_room():
-                    break
-                self._growing = True
-                try:
-                    while self._inside > 0:
-                        self._cond.wait()
-                    make_room()
-                finally:
-                    self._growing = False
-                    self._cond.notify_all()
-            self._inside += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._inside -= 1
-                if self._inside == 0:
-                    self._cond.notify_all()
-
-
-class AutoInline:
-    """Threads 0 on a synchronous backend: batches on the evaluator's thread, or inline, whichever
-    gives more playouts a second (see `Search._loop`). `batch_done` after every batch applied; when it
-    returns a choice, `inline` says which way to go on."""
-
-    def __init__(self, watching: bool):
-        self.watching = watching
-        self.inline = False
-        self.batches = -1  # the root's batch is not typical: the first window starts after it
-        self.start = (0.0, 0)
-        self.eval_s = 0.0
-        self.pooled_rate = 0.0
-
-    def batch_done(self, playouts: int, eval_s: float) -> Optional[bool]:
-        now = time.perf_counter()
-        self.batches += 1
-        self.eval_s += eval_s
-        if self.batches == 0:
-            self.start, self.eval_s = (now, playouts), 0.0
-            return None
-        if self.batches < AUTO_WATCH_BATCHES:
-            return None
-        t0, p0 = self.start
-        rate = (playouts - p0) / max(now - t0, 1e-9)
-        if not self.inline:  # the pooled window is over: try inline if the evaluations were cheap
-            if self.eval_s >= AUTO_TRIAL_SHARE * (now - t0):
-                self.watching = False
-                return False
-            self.pooled_rate, self.inline = rate, True
-            self.batches, self.start = 0, (now, playouts)
-            return True
-        self.watching = False
-        self.inline = rate > self.pooled_rate
-        return self.inline
 
 
 class Search:
@@ -234,13 +100,13 @@ class Search:
         self.stats = np.zeros(bt.STATS_SIZE, dtype=np.int64)
         self._edge_n = np.zeros(bt.MAX_MOVES, dtype=np.int64)  # root children's visits (root_report)
         self._report = np.zeros(pk.REPORT_SIZE)  # the rest of root_report (pick.R_*)
-        self._stop_flag = np.zeros(1, dtype=np.int32)  # read by the compiled gatherer
+        self._stop_flag = np.zeros(bt.FLAGS_SIZE, dtype=np.int32)  # read by the compiled gatherer (bt.F_*)
         self._stop = threading.Event()
         self._ponderhit = threading.Event()
         self._done = threading.Event()
         self._tb_lock = threading.Lock()  # the tablebases' probes, one thread at a time
         self._cache_lock = spinlock.new_lock()  # the NN cache's entries (compiled code)
-        self._lanes: list[_Lane] = []  # several search threads sharing the tree (see _run_lanes)
+        self._lanes: list[Lane] = []  # several search threads sharing the tree (see _run_lanes)
         self._thread: Optional[threading.Thread] = None
         self.start_time = time.monotonic()
         self.limits_origin = self.start_time
@@ -255,7 +121,7 @@ class Search:
         self._last_info_time = 0.0
         self._last_info_key = None
         self._packed = params.packed(has_mlh, evaluator.input_format, evaluator.fill, evaluator.cache_history_length)
-        self.display = _display(params, self.board.turn == chess.BLACK)
+        self.display = rp.display(params, self.board.turn == chess.BLACK)
         if tablebases is not None and not self.root_in_dtz:
             self._packed[P_TB_PIECES] = tablebases.max_pieces
         self._puct = _puct_table(params.cpuct, params.cpuct_base, params.cpuct_factor)
@@ -297,7 +163,7 @@ class Search:
     def stop(self) -> None:
         """Ask the search to finish; returns at once (bestmove follows from the search thread)."""
         self._stop.set()
-        self._stop_flag[0] = 1
+        self._stop_flag[bt.F_STOP] = 1  # the one place that writes F_STOP
 
     def ponderhit(self, limits: SearchLimits) -> None:
         """The pondered move was played: continue with normal limits counted from now."""
@@ -363,7 +229,7 @@ class Search:
         if lanes > 1:
             self._run_lanes(lanes)
             return
-        self._slots = [_Slot(cap) for _ in range(self._max_in_flight + 1)]
+        self._slots = [Slot(cap) for _ in range(self._max_in_flight + 1)]
         self._in_flight: deque = deque()
         self._work = wk.new_work(max(cap, self._max_ooo), 64)
         self._apply_work = bk.new_apply_work()
@@ -445,14 +311,14 @@ class Search:
     # ---- several search threads on one tree (lc0's Threads > 1)
     def _run_lanes(self, count: int) -> None:
         """`count` search threads (this one and count - 1 more), each gathering, evaluating and backing
-        up batches of its own on the shared tree (search/shared_worker.py) until the stoppers, a
+        up batches of its own on the shared tree (search/core/shared_worker.py) until the stoppers, a
         `stop` or an error end the search; `go infinite` and ponder then wait here as in `_loop`."""
         self._lock_word = spinlock.new_lock()
-        self._gate = _Gate()
+        self._gate = Gate()
         self._halt = threading.Event()
         self._halt_reason = ""
         self._in_flight = deque()
-        self._lanes = [_Lane(self.minibatch, self._max_ooo) for _ in range(count)]
+        self._lanes = [Lane(self.minibatch, self._max_ooo) for _ in range(count)]
         allowed, use_allowed = self._root_allowed()
         root_row = self._root_row()
         t = self.tree.arrays
@@ -476,7 +342,7 @@ class Search:
         while not self._stopping():
             self._halt.clear()
             self._halt_reason = ""
-            self._stop_flag[0] = 1 if self._stop.is_set() else 0
+            self._stop_flag[bt.F_HALT] = 0  # no search thread runs: a new round (a `stop` stays in F_STOP)
             helpers = [threading.Thread(target=self._lane_loop, args=(lane,), name=f"search-{k + 1}", daemon=True)
                        for k, lane in enumerate(self._lanes[1:])]
             for h in helpers:
@@ -485,7 +351,7 @@ class Search:
                 self._lane_loop(self._lanes[0], main=True)
             finally:
                 self._halt.set()
-                self._stop_flag[0] = 1
+                self._stop_flag[bt.F_HALT] = 1
                 for h in helpers:
                     h.join()
             if self.error is not None:
@@ -508,7 +374,7 @@ class Search:
         self.tree.reserve(rows, rows * 220)
         self.ev.cache.make_room(entries)
 
-    def _lane_loop(self, lane: _Lane, main: bool = False) -> None:
+    def _lane_loop(self, lane: Lane, main: bool = False) -> None:
         """One search thread's batches until the search halts; the `main` one (this search's own thread)
         also asks the stoppers and sends the info lines after each of its batches (the others would
         only wait for the GIL and the tree's lock to do the same); the first error halts every thread."""
@@ -521,7 +387,7 @@ class Search:
                     if stop:
                         self._halt_reason = stop
                         self._halt.set()
-                        self._stop_flag[0] = 1
+                        self._stop_flag[bt.F_HALT] = 1
                         break
                     self._locked(self._maybe_send_info)
                 if self.params.nps_limit > 0:
@@ -530,14 +396,14 @@ class Search:
             if self.error is None:
                 self.error = e
             self._halt.set()
-            self._stop_flag[0] = 1
+            self._stop_flag[bt.F_HALT] = 1
             if lane.slot.count:  # its virtual loss off the tree (a reused tree must not keep it)
                 try:
                     self._revert(lane.slot, lane)
                 except Exception:
                     pass
 
-    def _lane_batch(self, lane: _Lane) -> bool:
+    def _lane_batch(self, lane: Lane) -> bool:
         """Gather, evaluate and back up one batch of `lane`; False when a stop came during the evaluation."""
         slot = lane.slot
         if self._gather(slot, lane) == 0:
@@ -563,7 +429,7 @@ class Search:
         finally:
             sw.released(self._lock_word)
 
-    def _free_slot(self) -> _Slot:
+    def _free_slot(self) -> Slot:
         busy = {id(s) for s in self._in_flight}
         for s in self._slots:
             if id(s) not in busy:
@@ -611,7 +477,7 @@ class Search:
             self._max_in_flight = 1 if inline else batches_in_flight(self.params)
         return inline
 
-    def _gather(self, slot: _Slot, lane: Optional["_Lane"] = None) -> int:
+    def _gather(self, slot: Slot, lane: Optional[Lane] = None) -> int:
         """Gather a batch into `slot`: the one search thread's (`lane` None), or a lane's when several
         search threads share the tree."""
         tree = self.tree
@@ -656,7 +522,7 @@ class Search:
             self._apply(slot, None, lane)  # only terminals and cache hits kept in order (OutOfOrderEval off)
         return slot.count
 
-    def _probe_tablebases(self, slot: _Slot) -> None:
+    def _probe_tablebases(self, slot: Slot) -> None:
         """Probe the batch's tablebase candidates (lc0 does it in ExtendNode): a result makes the
         leaf a terminal when the batch is applied; a failed probe leaves it to the network."""
         b = slot.arrays
@@ -669,7 +535,7 @@ class Search:
                 r = self.tablebases.probe_leaf(board, self.root_in_dtz)
                 b.tb[j] = 0 if r is None else bt.TB_RESULT + r
 
-    def _apply(self, slot: _Slot, out, lane: Optional["_Lane"] = None) -> None:
+    def _apply(self, slot: Slot, out, lane: Optional[Lane] = None) -> None:
         if self.first_batch_time is None:
             self.first_batch_time = time.monotonic()
         tree = self.tree
@@ -693,7 +559,7 @@ class Search:
         slot.count = 0
         slot.pending = None
 
-    def _revert(self, slot: _Slot, lane: Optional["_Lane"] = None) -> None:
+    def _revert(self, slot: Slot, lane: Optional[Lane] = None) -> None:
         if slot.pending is not None:
             slot.pending.discard()
         if lane is None:
@@ -767,80 +633,12 @@ class Search:
         return ""
 
     # ---- reporting
+    # ---- reporting (search/report.py)
     def _best_edges(self, node: NodeView, count: int, root_level: bool = False) -> list[int]:
-        """Indices of the `count` best children in lc0's GetBestChildrenNoTemperature order."""
-        t = self.tree.arrays
-        row = node.row
-        if t.n[row] == 0 or t.first_edge[row] < 0:
-            return []
-        allowed, use_allowed = self._root_allowed() if root_level else (self._allowed, False)
-        if count == 1:
-            b = int(pk.best_edge(t, self._packed, row, allowed, use_allowed))
-            return [] if b < 0 else [b]
-        fe, ne = int(t.first_edge[row]), int(t.num_edges[row])
-        idxs = [i for i in range(ne) if not use_allowed or pk.is_allowed(t, fe + i, allowed)]
-        ds = float(bk.draw_score_at(t, self._packed, row))
-
-        def cmp(a, b):
-            return int(pk.prefer(t, int(t.e_child[fe + a]), float(t.e_p[fe + a]), int(t.e_child[fe + b]),
-                                 float(t.e_p[fe + b]), ds))
-        return sorted(idxs, key=functools.cmp_to_key(cmp))[:count]
-
-    def _edge_info(self, i: int) -> EdgeInfo:
-        t = self.tree.arrays
-        row = self._root_row()
-        fe = int(t.first_edge[row])
-        c = int(t.e_child[fe + i])
-        move = rules.code_to_move(int(t.e_code[fe + i]), self.tree.chess960)
-        p = float(t.e_p[fe + i])
-        if c >= 0 and t.n[c] > 0:
-            return EdgeInfo(move, int(t.n[c]), float(t.wl[c]), float(t.d[c]), float(t.m[c]), int(t.term[c]), p)
-        return EdgeInfo(move, 0, -float(t.wl[row]), float(t.d[row]), 0.0, 0, p)
-
-    def _pv(self, i: int) -> list[chess.Move]:
-        t = self.tree.arrays
-        c960 = self.tree.chess960
-        row = self._root_row()
-        fe = int(t.first_edge[row])
-        pv = [rules.code_to_move(int(t.e_code[fe + i]), c960)]
-        node = int(t.e_child[fe + i])
-        while node >= 0 and t.n[node] > 0 and t.first_edge[node] >= 0:
-            b = int(pk.best_edge(t, self._packed, node, self._allowed, False))
-            if b < 0:
-                break
-            fe = int(t.first_edge[node])
-            pv.append(rules.code_to_move(int(t.e_code[fe + b]), c960))
-            node = int(t.e_child[fe + b])
-        return pv
+        return rp.best_edges(self, node, count, root_level)
 
     def info_lines(self) -> list[InfoLine]:
-        root = self.root
-        now = time.monotonic()
-        elapsed_ms = int((now - self.start_time) * 1000)
-        nps = None
-        playouts = self.playouts
-        if self.first_batch_time is not None:
-            ms = int((now - self.first_batch_time) * 1000)
-            if ms > 0:
-                nps = playouts * 1000 // ms
-        depth = self.cum_depth // playouts if playouts else 0
-        lines = []
-        tbhits = self.tb_hits
-        for k, i in enumerate(self._best_edges(root, max(1, self.params.multipv), root_level=True)):
-            e = self._edge_info(i)
-            if e.terminal and e.wl != 0:
-                score = ("mate", sc.mate_score(e.m, e.wl, tablebase=e.terminal == TABLEBASE))
-            else:
-                score = ("cp", sc.uci_score(self.score_type, e.wl, e.d, self.has_wdl, self.display))
-            m = e.m if e.n > 0 else 1.0 + root.m  # lc0's default for an unvisited edge
-            nodes = e.n if self.params.per_pv_counters else playouts + self.initial_visits
-            lines.append(InfoLine(
-                depth=max(depth, 1), seldepth=self.max_depth, time_ms=elapsed_ms,
-                nodes=nodes, score=score,
-                wdl=sc.wdl_triplet(e.wl, e.d, self.score_type, self.display), nps=nps,
-                multipv=k + 1 if self.params.multipv > 1 else None, pv=self._pv(i),
-                moves_left=int((1.0 + m) / 2.0) if self.mlh_enabled else None, tbhits=tbhits))
-        return lines
+        return rp.info_lines(self)
 
     def _send_info(self) -> None:
         if self.on_info is None or self.root.n == 0:
@@ -866,50 +664,7 @@ class Search:
 
     def verbose_stats_lines(self) -> list[str]:
         """lc0's VerboseMoveStats table for the root (one string per move, best last, then the node)."""
-        root = self.root
-        if root.moves is None:
-            return []
-        params = self.params
-        t = self.tree.arrays
-        vp = float(pk.visited_policy(t, root.row))
-        fpu_value = params.fpu_value if params.fpu_value_at_root is None else params.fpu_value_at_root
-        fpu_abs = params.fpu_absolute if params.fpu_absolute_at_root is None else params.fpu_absolute_at_root
-        ds = self.display.draw_score
-        # -GetQ(-draw_score) - ...: the sign of a zero as lc0 prints it
-        fpu = fpu_value if fpu_abs else -(root.wl - ds * root.d) - fpu_value * math.sqrt(vp)
-        cpuct = params.cpuct
-        if params.cpuct_factor:
-            cpuct += params.cpuct_factor * _fast_log((root.n + params.cpuct_base) / params.cpuct_base)
-        u_coeff = cpuct * math.sqrt(max(root.n - 1 if root.n > 0 else 0, 1))
-        m_on = self.mlh_enabled and abs(root.wl) > params.moves_left_threshold
-        moves, priors, children = root.moves, root.p, root.children
-        rows = []
-        for i in range(len(moves)):
-            c = children[i]
-            n = c.n if c is not None else 0
-            nif = c.n_in_flight if c is not None else 0
-            q = c.wl + ds * c.d if (c is not None and n > 0) else fpu
-            u = u_coeff * priors[i] / (1 + n + nif)
-            m = float(pk.m_utility(t, self._packed, root.row, c.row, q)) if (m_on and n > 0) else 0.0
-            rows.append((n, q + u, i, q, u, m, nif))
-        rows.sort(key=lambda r: (r[0], r[1]))
-        out = []
-        for n, _, i, q, u, m, nif in rows:
-            c = children[i]
-            mv = moves[i]
-            try:
-                nn_index = board_move_to_index(self.board, mv, 0)
-            except ValueError:
-                nn_index = -1
-            line = f"{_king_takes_rook(self.board, mv):<5} ({nn_index:<4}) N: {n:>7} (+{nif:>2}) (P: {_pct(priors[i])}%) "
-            line += _verbose_stats(c, q, self.display, solid=root.n >= params.solid_tree_threshold)
-            line += f"(U: {u:6.5f}) (S: {q + u + m:8.5f}) "
-            line += _verbose_tail(c, 1, ds)
-            out.append(line)
-        line = f"node  ({root.num_edges:>4}) N: {root.n:>7} (+{root.n_in_flight:>2}) (P: {_pct(vp)}%) "
-        line += _verbose_stats(root, fpu, self.display, sign=-1) + _verbose_tail(root, -1, ds)
-        out.append(line)
-        return out
+        return rp.verbose_stats_lines(self)
 
     def _finish(self) -> None:
         root = self.root
@@ -941,101 +696,9 @@ class Search:
             self.on_bestmove(self.bestmove, self.pondermove)
 
 
-def _display(params: SearchParams, root_black: bool) -> sc.Display:
-    """What `info` shows for these settings, seen from the root's side (lc0's SendUciInfo)."""
-    mode = params.contempt_mode
-    sign = 1.0 if (mode == "black") == root_black else -1.0
-    diff = 0.0 if mode == "none" else params.wdl_rescale_diff * params.wdl_eval_objectivity
-    active = params.wdl_rescale_diff != 0.0 and mode != "none"
-    return sc.Display(active=active, ratio=params.wdl_rescale_ratio, diff=diff, sign=sign, max_s=params.wdl_max_s,
-                      draw_score=-params.draw_score if root_black else params.draw_score)
-
-
 @functools.lru_cache(maxsize=4)
 def _puct_table(cpuct: float, base: float, factor: float) -> np.ndarray:
     """cpuct(N) * sqrt(N - 1) for N < 65536 (shared by the searches of the same settings)."""
     table = pk.puct_table(SearchParams(cpuct=cpuct, cpuct_base=base, cpuct_factor=factor).packed(False, 1, "no", 7))
     table.setflags(write=False)
     return table
-
-
-def _king_takes_rook(board: chess.Board, mv: chess.Move) -> str:
-    """Move text as lc0's verbose stats print it: castling as king-takes-rook (e1h1)."""
-    if not board.chess960 and board.is_castling(mv):
-        rook = (mv.to_square & ~7) | (7 if mv.to_square > mv.from_square else 0)
-        return chess.Move(mv.from_square, rook).uci()
-    return mv.uci()
-
-
-def _pct(p: float) -> str:
-    return f"{p * 100:5.{1 if p >= 0.99995 else 2}f}"
-
-
-def _verbose_stats(n: Optional[NodeView], fpu: float, display: sc.Display, sign: int = 1, solid: bool = False) -> str:
-    if n is None:
-        if solid:  # lc0 allocates all children of a node with >= SolidTreeThreshold visits: blanks, not dashes
-            return "(WL:  0.00000) (D: 0.000) (M:  0.0) (Q:  0.00000) "
-        return f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
-    wl, d, _ = sc.wdl_rescale(np.float32(sign * n.wl), np.float32(n.d), display.ratio, display.diff, display.sign,
-                              True, display.max_s)
-    q = np.float32(wl) + np.float32(display.draw_score) * np.float32(d)
-    return f"(WL: {float(wl):8.5f}) (D: {float(d):5.3f}) (M: {n.m:4.1f}) (Q: {float(q):8.5f}) "
-
-
-def _verbose_tail(n: Optional[NodeView], sign: int, ds: float = 0.0) -> str:
-    v = None
-    if n is not None:
-        v = n.wl + sign * ds * n.d if n.terminal else n.v
-    text = f"(V: {sign * v:7.4f}) " if v is not None else "(V:  -.----) "
-    if n is not None:
-        lo, up = (n.lower, n.upper) if sign > 0 else (-n.upper, -n.lower)
-        if lo == up:
-            text += "(T) "
-        elif lo == DRAW and up == WIN:
-            text += "(W) "
-        elif lo == LOSS and up == DRAW:
-            text += "(L) "
-    return text
-
-
-def prepare_backend(evaluator: NNEvaluator, minibatch: int = 0) -> None:
-    """The backend prepares every batch size up to the minibatch (GPU graphs and GEMM plans)."""
-    backend = evaluator.backend
-    backend.prepare(max(1, min(minibatch or suggested_minibatch(backend), backend.max_batch)))
-
-
-def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0) -> None:
-    """Get a search ready before a GUI's first `go`: `prepare_backend`, and every compiled entry
-    point runs once with the types a real search uses (compiles the search, one to two minutes on a
-    first start, or loads it from the disk cache). Uses its own tree and NN cache; the backend
-    evaluates a few positions."""
-    from ..encoding.position import parse_position
-
-    prepare_backend(evaluator, minibatch)
-
-    ev = NNEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
-    ev.fill = evaluator.fill
-    ev.cache_history_length = evaluator.cache_history_length
-    try:
-        tree = NodeTree()
-        moves: list = []
-        for _ in range(2):  # the second one reuses the tree (its root is the first one's best move,
-            # which was visited): the subtree copy compiles here, not during a game's first timed move
-            h = parse_position(None, moves)
-            tree.set_position("startpos", moves, h.last)
-            # the second search with two threads: the shared tree's entry points compile here too
-            params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0, threads=2 if moves else 0)
-            s = Search(tree, h.board, h.first, ev, params, SearchLimits(nodes=24), has_wdl=has_wdl,
-                       has_mlh=has_mlh, searchmoves=list(h.board.legal_moves)[:3], verbose_stats=True,
-                       on_info=lambda lines: None, on_stats=lambda lines: None)
-            s.run()
-            if s.error is not None:
-                raise s.error
-            moves = [s.bestmove.uci()]
-            t = tree.arrays
-            root = tree.root_row
-            fe = int(t.first_edge[root])
-            pk.m_utility(t, s._packed, root, int(t.e_child[fe]), 0.5)
-            bk.revert_batch(t, s.stats, bt.new_batch(1), 0)
-    finally:
-        ev.close()

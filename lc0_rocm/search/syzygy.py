@@ -29,7 +29,7 @@ import chess.syzygy
 
 from lc0_rocm.errors import TablebaseError
 
-from .tree import DRAW, LOSS, WIN
+from .core.tree import DRAW, LOSS, WIN
 
 __all__ = ["Tablebases", "TablebaseError", "repeated_since_zeroing", "WIN", "DRAW", "LOSS"]
 

@@ -1,210 +1,21 @@
-"""The search tree as arrays (lc0's node/edge split, struct of arrays), kept across moves of a game.
-
-One `TreeArrays` (a namedtuple of numpy arrays, which compiled code takes as one argument) holds
-every position of the game and of the search:
-
-* rows 0 .. root-1 are the game's positions before the search root, oldest first, chained by
-  `parent` (the first position has parent -1); row `root` is the current position; rows after it
-  are the tree's nodes, each created when its edge is first visited (lc0's "a child node exists
-  only once visited"). History walks (input planes, repetitions) simply follow `parent`.
-* per node: `parent`, `edge` (its index among the parent's edges), `first_edge`/`num_edges` into
-  the edge arrays (`first_edge` -1: not expanded), visits `n`, visits in flight `nif` (virtual
-  loss), values `wl`, `d`, `m` from the point of view of the player who moved INTO the node, the
-  first evaluation `v` (NaN: none yet), the cached visited-policy sum `vp` (NaN: recompute), the
-  terminal kind `term` and proven bounds `lower`/`upper` (-1 loss, 0 draw, +1 win, mover's view),
-  and the position itself: twelve bitboards `bbs`, `castling` (rook squares), side to move
-  `black`, lc0's en-passant flag `ep`, `rule50`, repetition count `reps` and a Zobrist `key`;
-* per edge: move code `e_code` (search.rules), prior `e_p` (lc0's 16-bit rounding, float32),
-  child row `e_child` (-1: never visited). Edges are sorted by prior, highest first.
+"""The game's tree kept across `position` commands: `NodeTree` (the arrays of search/core/tree.py and
+the game they belong to) and `NodeView`, one node read for reporting and tests.
 
 `NodeTree.set_position` writes the game's history and, when the new game extends the old one,
 keeps the subtree of the moves played (tree reuse) by copying it into fresh arrays (compiled
-`_copy_subtree`); `NodeView` reads one node for reporting and tests (no object per node is kept).
+`copy_subtree`); `NodeView` reads one node (no object per node is kept).
 """
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Optional
 
 import chess
 import numpy as np
 
-from . import rules
-from .jit import jit
-
-NON_TERMINAL, END_OF_GAME, TWO_FOLD, TABLEBASE = 0, 1, 2, 3
-LOSS, DRAW, WIN = -1, 0, 1
-NO_EDGES = -1
-
-TreeArrays = namedtuple("TreeArrays", [
-    "parent", "edge", "first_edge", "num_edges", "n", "nif", "wl", "d", "m", "v", "vp",
-    "term", "lower", "upper",
-    "bbs", "castling", "black", "ep", "rule50", "reps", "key",
-    "e_code", "e_p", "e_child",
-    "meta",
-])
-# meta: [0] rows in use, [1] edges in use, [2] root row, [3] chess960, [4] first position is the start board
-M_TOP, M_ETOP, M_ROOT, M_960, M_STARTPOS = 0, 1, 2, 3, 4
-
-_NODE_FIELDS = {
-    "parent": np.int32, "edge": np.int32, "first_edge": np.int64, "num_edges": np.int32,
-    "n": np.int32, "nif": np.int32, "wl": np.float64, "d": np.float64, "m": np.float64,
-    "v": np.float64, "vp": np.float64, "term": np.int8, "lower": np.int8, "upper": np.int8,
-    "castling": np.uint64, "black": np.uint8, "ep": np.int8, "rule50": np.int16, "reps": np.int8,
-    "key": np.uint64,
-}
-_EDGE_FIELDS = {"e_code": np.int16, "e_p": np.float32, "e_child": np.int32}
-_ROW_BYTES = sum(np.dtype(d).itemsize for d in _NODE_FIELDS.values()) + 12 * 8  # the fields and `bbs`
-_EDGE_BYTES = sum(np.dtype(d).itemsize for d in _EDGE_FIELDS.values())
-
-
-def new_arrays(nodes: int, edges: int) -> TreeArrays:
-    f = {k: np.zeros(nodes, dtype=t) for k, t in _NODE_FIELDS.items()}
-    f["bbs"] = np.zeros((nodes, 12), dtype=np.uint64)
-    f.update({k: np.zeros(edges, dtype=t) for k, t in _EDGE_FIELDS.items()})
-    f["meta"] = np.zeros(8, dtype=np.int64)
-    return TreeArrays(**f)
-
-
-def grown(t: TreeArrays, nodes: int, edges: int) -> TreeArrays:
-    """`t` with room for at least `nodes` rows and `edges` edges (capacities doubled as needed)."""
-    cap_n, cap_e = len(t.n), len(t.e_code)
-    if nodes <= cap_n and edges <= cap_e:
-        return t
-    new_n, new_e = cap_n, cap_e
-    while new_n < nodes:
-        new_n *= 2
-    while new_e < edges:
-        new_e *= 2
-    top, etop = int(t.meta[M_TOP]), int(t.meta[M_ETOP])
-    out = {}
-    for name in TreeArrays._fields:
-        a = getattr(t, name)
-        if name == "meta":
-            out[name] = a
-            continue
-        size = new_e if name in _EDGE_FIELDS else new_n
-        b = np.zeros((size,) + a.shape[1:], dtype=a.dtype) if size != len(a) else a
-        if b is not a:
-            used = etop if name in _EDGE_FIELDS else top
-            b[:used] = a[:used]
-        out[name] = b
-    return TreeArrays(**out)
-
-
-@jit
-def init_node(t, row, parent, edge):
-    """A fresh, unvisited, unexpanded node."""
-    t.parent[row] = parent
-    t.edge[row] = edge
-    t.first_edge[row] = NO_EDGES
-    t.num_edges[row] = 0
-    t.n[row] = 0
-    t.nif[row] = 0
-    t.wl[row] = 0.0
-    t.d[row] = 0.0
-    t.m[row] = 0.0
-    t.v[row] = np.nan
-    t.vp[row] = np.nan
-    t.term[row] = NON_TERMINAL
-    t.lower[row] = LOSS
-    t.upper[row] = WIN
-
-
-@jit
-def _copy_subtree(src, dst, old, new_root, stack, remap):
-    """Copy the subtree of src row `old` into dst with `old` landing on row `new_root` (whose position
-    the caller has written) and its descendants after it; returns (rows, edges) used in dst."""
-    top = new_root + 1
-    etop = 0
-    sp = 0
-    stack[0] = old
-    remap[0] = new_root
-    sp = 1
-    while sp > 0:
-        sp -= 1
-        s = stack[sp]
-        r = remap[sp]
-        if r != new_root:
-            for k in range(12):
-                dst.bbs[r, k] = src.bbs[s, k]
-            dst.castling[r] = src.castling[s]
-            dst.black[r] = src.black[s]
-            dst.ep[r] = src.ep[s]
-            dst.rule50[r] = src.rule50[s]
-            dst.reps[r] = src.reps[s]
-            dst.key[r] = src.key[s]
-        dst.n[r] = src.n[s]
-        dst.nif[r] = 0
-        dst.wl[r] = src.wl[s]
-        dst.d[r] = src.d[s]
-        dst.m[r] = src.m[s]
-        dst.v[r] = src.v[s]
-        dst.vp[r] = src.vp[s]
-        dst.term[r] = src.term[s]
-        dst.lower[r] = src.lower[s]
-        dst.upper[r] = src.upper[s]
-        fe = src.first_edge[s]
-        ne = src.num_edges[s]
-        dst.num_edges[r] = ne
-        if fe < 0:
-            dst.first_edge[r] = NO_EDGES
-            continue
-        dst.first_edge[r] = etop
-        for i in range(ne):
-            dst.e_code[etop + i] = src.e_code[fe + i]
-            dst.e_p[etop + i] = src.e_p[fe + i]
-            c = src.e_child[fe + i]
-            if c < 0:
-                dst.e_child[etop + i] = -1
-            else:
-                dst.e_child[etop + i] = top
-                dst.parent[top] = r
-                dst.edge[top] = i
-                stack[sp] = c
-                remap[sp] = top
-                sp += 1
-                top += 1
-        etop += ne
-    return top, etop
-
-
-@jit
-def subtree_size(t, row, stack):
-    """(rows, edges) in the subtree of `row`."""
-    rows = 0
-    edges = 0
-    stack[0] = row
-    sp = 1
-    while sp > 0:
-        sp -= 1
-        s = stack[sp]
-        rows += 1
-        fe = t.first_edge[s]
-        if fe < 0:
-            continue
-        ne = t.num_edges[s]
-        edges += ne
-        for i in range(ne):
-            c = t.e_child[fe + i]
-            if c >= 0:
-                stack[sp] = c
-                sp += 1
-    return rows, edges
-
-
-@jit
-def write_position(t, row, parent, bbs, castling, black, ep, rule50, reps):
-    for k in range(12):
-        t.bbs[row, k] = bbs[k]
-    t.parent[row] = parent
-    t.castling[row] = castling
-    t.black[row] = black
-    t.ep[row] = ep
-    t.rule50[row] = rule50
-    t.reps[row] = reps
-    t.key[row] = rules.position_key(t.bbs[row], black, castling, ep)
+from .core import rules
+from .core.tree import (EDGE_BYTES, ROW_BYTES, M_960, M_ETOP, M_ROOT, M_STARTPOS, M_TOP, NON_TERMINAL, TreeArrays,
+                        copy_subtree, grown, init_node, make_not_terminal, new_arrays, subtree_size, write_position)
 
 
 def _history_states(last) -> list:
@@ -246,7 +57,7 @@ class NodeTree:
     def bytes_in_use(self) -> int:
         """Memory the rows and edges in use take (what RamLimitMb counts for the tree)."""
         t = self.arrays
-        return int(t.meta[M_TOP]) * _ROW_BYTES + int(t.meta[M_ETOP]) * _EDGE_BYTES
+        return int(t.meta[M_TOP]) * ROW_BYTES + int(t.meta[M_ETOP]) * EDGE_BYTES
 
     def has_room(self, nodes: int, edges: int) -> bool:
         """Whether `nodes` more rows and `edges` more edges fit without growing."""
@@ -284,7 +95,7 @@ class NodeTree:
         root = h - 1
         if self.reused:
             stack_size = max(rows, 1) + 1
-            top, etop = _copy_subtree(old, t, node, root, np.zeros(stack_size, np.int64),
+            top, etop = copy_subtree(old, t, node, root, np.zeros(stack_size, np.int64),
                                       np.zeros(stack_size, np.int64))
             t.parent[root] = root - 1
             t.edge[root] = -1
@@ -326,41 +137,6 @@ class NodeTree:
         self.arrays = new_arrays(1 << 10, 1 << 12)
         self.start_fen = None
         self.moves = []
-
-
-@jit
-def make_not_terminal(t, row, root):
-    """Undo a terminal mark (tree reuse, a two-fold draw whose first occurrence left the tree):
-    the node's stats are recomputed from its children, if any (lc0's Node::MakeNotTerminal)."""
-    t.term[row] = NON_TERMINAL
-    t.lower[row] = LOSS
-    t.upper[row] = WIN
-    t.n[row] = 0
-    t.vp[row] = np.nan
-    if row != root:
-        t.vp[t.parent[row]] = np.nan
-    fe = t.first_edge[row]
-    if fe < 0:
-        t.wl[row] = 0.0
-        t.d[row] = 1.0
-        t.m[row] = 0.0
-        return
-    n = 1
-    wl = t.v[row] if not np.isnan(t.v[row]) else 0.0
-    d = t.d[row]
-    m = t.m[row]
-    for i in range(t.num_edges[row]):
-        c = t.e_child[fe + i]
-        if c >= 0 and t.n[c] > 0:
-            cn = t.n[c]
-            n += cn
-            wl += -t.wl[c] * cn
-            d += t.d[c] * cn
-            m += (t.m[c] + 1) * cn
-    t.n[row] = n
-    t.wl[row] = wl / n
-    t.d[row] = d / n
-    t.m[row] = m / n
 
 
 class NodeView:

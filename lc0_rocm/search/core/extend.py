@@ -14,16 +14,16 @@ import math
 
 import numpy as np
 
-from ..encoding.bits import popcount
-from ..encoding.packed import NUM_PLANES
+from ...encoding.bits import popcount
+from ...encoding.packed import NUM_PLANES
+from ...jit import jit
 from . import encode as enc
 from . import nncache
 from . import rules
 from .backup import make_terminal, rescale_value
 from .batch import S_CACHE_HITS, S_IN_FLIGHT, TB_PENDING
-from .jit import jit
 from .spinlock import fetch_add
-from .params import P_CACHE_HISTORY, P_FILL, P_INPUT_FORMAT, P_TB_PIECES, P_TWO_FOLD
+from .packed_params import P_CACHE_HISTORY, P_FILL, P_INPUT_FORMAT, P_TB_PIECES, P_TWO_FOLD
 from .tree import DRAW, END_OF_GAME, M_960, M_ETOP, M_STARTPOS, NON_TERMINAL, TWO_FOLD, WIN
 
 

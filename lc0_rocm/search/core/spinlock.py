@@ -18,7 +18,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 
-from .jit import jit
+from ...jit import jit
 
 SPINS_BEFORE_YIELD = 64
 

@@ -16,13 +16,14 @@ from collections import namedtuple
 
 import numpy as np
 
+from ...jit import jit
 from . import nncache
-from . import score as sc
+from .fastmath import wdl_rescale
 from .batch import (MAX_MOVES, S_BATCHES, S_CUM_DEPTH, S_IN_FLIGHT, S_MAX_DEPTH, S_NN_EVALS, S_PLAYOUTS,
                     S_REVERTED, TB_RESULT)
-from .jit import jit
 from .spinlock import fetch_add, lock, unlock
-from .params import P_CONTEMPT_BLACK, P_DRAW_SCORE, P_STICKY, P_TEMPERATURE, P_WDL_DIFF, P_WDL_MAX_S, P_WDL_RATIO
+from .packed_params import (P_CONTEMPT_BLACK, P_DRAW_SCORE, P_STICKY, P_TEMPERATURE, P_WDL_DIFF, P_WDL_MAX_S,
+                            P_WDL_RATIO)
 from .tree import DRAW, END_OF_GAME, LOSS, M_ETOP, M_ROOT, NON_TERMINAL, TABLEBASE, TWO_FOLD, WIN, make_not_terminal
 
 ZERO_PRIOR = np.float32(2.0 ** -31)  # what lc0's 16-bit prior storage gives back for a prior set to 0
@@ -257,7 +258,7 @@ def rescale_value(t, p, node, q, d):
         return q, d
     mover_black = t.black[node] == 0
     sign = 1.0 if mover_black == (p[P_CONTEMPT_BLACK] != 0.0) else -1.0
-    v2, d2, _ = sc.wdl_rescale(np.float32(-q), np.float32(d), ratio, diff, sign, False, p[P_WDL_MAX_S])
+    v2, d2, _ = wdl_rescale(np.float32(-q), np.float32(d), ratio, diff, sign, False, p[P_WDL_MAX_S])
     return -np.float64(v2), np.float64(d2)
 
 

@@ -18,13 +18,14 @@ import math
 
 import numpy as np
 
-from . import score as sc
+from ...jit import jit, jit_alloc
+from . import fastmath
 from .backup import cancel_path, draw_score_at, revert_two_fold
 from .batch import INT_MAX
-from .jit import jit, jit_alloc
 from .spinlock import cas, fetch_add
-from .params import (P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FPU, P_FPU_ABSOLUTE, P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT,
-                     P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC, P_ML_SCALED, P_ML_SLOPE, P_ML_THRESHOLD, P_MLH)
+from .packed_params import (P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FPU, P_FPU_ABSOLUTE, P_FPU_ABSOLUTE_ROOT,
+                            P_FPU_ROOT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC, P_ML_SCALED, P_ML_SLOPE,
+                            P_ML_THRESHOLD, P_MLH)
 from .tree import M_ROOT, M_TOP, NON_TERMINAL, TWO_FOLD, init_node
 
 PUCT_TABLE_SIZE = 1 << 16
@@ -34,7 +35,7 @@ PUCT_TABLE_SIZE = 1 << 16
 # Scores
 
 
-fast_log_f64 = jit(sc.fast_log_f64)  # lc0's FastLog, the one search.score defines, compiled
+fast_log_f64 = jit(fastmath.fast_log_f64)  # lc0's FastLog, the one core/fastmath.py defines, compiled
 
 
 @jit

@@ -23,12 +23,12 @@ from collections import namedtuple
 
 import numpy as np
 
+from ...jit import jit
 from .backup import apply, backup, cancel_path, defer
-from .batch import MAX_MOVES, S_COLLISIONS, S_DESCENTS, S_IN_FLIGHT, S_OOO
+from .batch import F_HALT, F_STOP, MAX_MOVES, S_COLLISIONS, S_DESCENTS, S_IN_FLIGHT, S_OOO
 from .extend import extend
-from .jit import jit
 from .spinlock import fetch_add
-from .params import P_EXACT_LIMIT, P_OUT_OF_ORDER
+from .packed_params import P_EXACT_LIMIT, P_OUT_OF_ORDER
 from .pick import best_edge, pick_nodes, root_report, root_skip
 from .tree import M_ROOT, NON_TERMINAL
 
@@ -55,6 +55,12 @@ def new_work(max_limit: int, max_kept: int) -> WorkArrays:
 
 
 @jit
+def stopped(stop):
+    """Whether the gathering ends: a `stop`, or the end of the search threads' round (batch.F_*)."""
+    return stop[F_STOP] != 0 or stop[F_HALT] != 0
+
+
+@jit
 def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap, max_ooo, collisions_left,
            node_limit, stop, w, edge_n, rep):
     """Fill batch `b` with up to `cap` leaves (see the module docstring); returns the leaves in it.
@@ -69,7 +75,7 @@ def gather(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap, max_oo
     nkept = 0
     exact = p[P_EXACT_LIMIT] != 0.0
     b.dcount[0] = 0
-    while count + b.dcount[0] < cap and ooo < max_ooo and stop[0] == 0:
+    while count + b.dcount[0] < cap and ooo < max_ooo and not stopped(stop):
         limit = min(collisions_left, cap - count - b.dcount[0], max_ooo - ooo)
         if exact:  # visits completed out of order count too: never past `go nodes`
             room = node_limit - t.n[root] - s[S_IN_FLIGHT]
@@ -187,6 +193,6 @@ def keep_collisions(t, s, root, npk, nkept, collisions_left, stop, w):
         nkept += 1
         fetch_add(s, S_COLLISIONS, visits)
         collisions_left -= visits
-        if collisions_left <= 0 or stop[0] != 0:
+        if collisions_left <= 0 or stopped(stop):
             done = True
     return nkept, collisions_left, done

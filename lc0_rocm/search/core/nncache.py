@@ -18,7 +18,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .jit import jit
+from ...jit import jit
 
 CacheArrays = namedtuple("CacheArrays", ["keys", "qdm", "count", "pos", "order", "prior", "meta"])
 # meta: [0] ring write position (absolute), [1] ring size, [2] slot mask (-1: cache off), [3] entries stored

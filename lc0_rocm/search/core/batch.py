@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..encoding.packed import NUM_PLANES
+from ...encoding.packed import NUM_PLANES
 
 MAX_MOVES = 256  # room for the legal moves of any position (at most 218)
 INT_MAX = 2**31 - 1
@@ -23,6 +23,13 @@ INT_MAX = 2**31 - 1
 (S_PLAYOUTS, S_CUM_DEPTH, S_MAX_DEPTH, S_NN_EVALS, S_CACHE_HITS, S_COLLISIONS, S_DESCENTS, S_REVERTED,
  S_IN_FLIGHT, S_BATCHES, S_OOO) = range(11)
 STATS_SIZE = 16
+
+# the stop flags the compiled gathering reads (int32 array `stop`): F_STOP, the user's `stop`, set
+# by Search.stop() alone and never cleared; F_HALT, the end of a round of the search threads (the
+# stoppers or an error), set by them and cleared by the search's own thread before it starts the
+# next round's. Two words, so that clearing a round's halt can never erase a `stop`.
+F_STOP, F_HALT = 0, 1
+FLAGS_SIZE = 2
 
 BatchArrays = namedtuple("BatchArrays", ["node", "depth", "key", "ncodes", "codes", "masks", "values",
                                          "transform", "black", "tb",

@@ -24,16 +24,16 @@ tree depends on timing.
 
 from __future__ import annotations
 
+from ...jit import jit
 from . import nncache
 from .backup import back_up_rows, cancel_path, expand_rows, revert_batch, revert_two_fold
 from .batch import S_DESCENTS, S_IN_FLIGHT, S_OOO
 from .extend import LEAF_BATCH, LEAF_CACHED, commit_leaf, encode_leaf, extend_leaf
-from .jit import jit
-from .params import P_CACHE_HISTORY, P_EXACT_LIMIT, P_OUT_OF_ORDER
+from .packed_params import P_CACHE_HISTORY, P_EXACT_LIMIT, P_OUT_OF_ORDER
 from .pick import best_edge, pick_nodes, root_report, root_skip
 from .spinlock import fetch_add, lock, lock_shared, unlock, unlock_shared
 from .tree import M_ROOT, NON_TERMINAL, TWO_FOLD
-from .worker import back_up_out_of_order, hold_visit, keep_collisions
+from .worker import back_up_out_of_order, hold_visit, keep_collisions, stopped
 
 
 @jit
@@ -51,7 +51,7 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
     nkept = 0
     exact = p[P_EXACT_LIMIT] != 0.0
     b.dcount[0] = 0
-    while count + b.dcount[0] < cap and ooo < max_ooo and stop[0] == 0:
+    while count + b.dcount[0] < cap and ooo < max_ooo and not stopped(stop):
         limit = min(collisions_left, cap - count - b.dcount[0], max_ooo - ooo)
         lock_shared(lk)
         if exact:  # the pick's visits held in flight at once: threads picking together never pass `go nodes`

@@ -26,7 +26,7 @@ from __future__ import annotations
 import chess
 import numpy as np
 
-from .jit import jit, jit_alloc  # first: it installs the search's cache locator before numba compiles anything
+from ...jit import jit, jit_alloc  # first: it installs the search's cache locator before numba compiles anything
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros  # noqa: E402  (LLVM cttz/ctlz)
 from .move_codes import CASTLE, MOVES, NUM_CODES, PROMO_B, PROMO_N, PROMO_Q, PROMO_R
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..encoding.packed import NUM_PLANES
-from ..encoding.planes import AUX, FILL_CODES
-from ..encoding.transforms import FLIP, MASK64, MIRROR, TRANSPOSE
-from .jit import jit
+from ...encoding.packed import NUM_PLANES
+from ...encoding.planes import AUX, FILL_CODES
+from ...encoding.transforms import FLIP, MASK64, MIRROR, TRANSPOSE
+from ...jit import jit
 from .rules import msb
 
 FILL_NO, FILL_FEN_ONLY, FILL_ALWAYS = FILL_CODES["no"], FILL_CODES["fen_only"], FILL_CODES["always"]
@@ -336,7 +336,6 @@ _P1 = np.uint64(11400714785074694791)
 _P2 = np.uint64(14029467366897019727)
 _P3 = np.uint64(1609587929392839161)
 _P4 = np.uint64(9650029242287828579)
-_P5 = np.uint64(2870177450012600261)
 
 
 @jit

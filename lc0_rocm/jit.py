@@ -1,0 +1,264 @@
+"""The one place compiled code gets its compiler: numba's `njit`, cached on disk, keyed by the code.
+
+Every compiled function of lc0_rocm (the search's, search/core/, and the random and trivial backends')
+is declared with `@jit` from here: `njit(cache=True, nogil=True, _nrt=False, error_model="numpy")`,
+so compiled code runs without the GIL (the backend's thread keeps working), is compiled once per
+machine, and keeps no reference counts: arrays are passed by value, never allocated, so a call that
+takes the tree (a namedtuple of 25 arrays) costs nothing, where numba's reference counting made every
+such call cost ~260 ns (measured). The few functions that allocate use `@jit_alloc` (reference
+counting on). Both add the function to `COMPILED`. `error_model="numpy"`: no arithmetic raises (a
+division by zero gives inf, NaN or, for integers, 0), so no exception can leave a spin lock of the
+shared tree taken (search/core/tree.py's concurrency table); bounds are not checked (numba's
+default, unless NUMBA_BOUNDSCHECK=1 is set for debugging), so indexing raises nothing either.
+
+The cache: `$LC0_ROCM_CACHE/numba/<key>` (default `~/.cache/lc0-rocm/numba/<key>`; an explicit
+NUMBA_CACHE_DIR replaces `$LC0_ROCM_CACHE/numba`), never next to the sources, so a read-only
+site-packages works. numba checks only a function's own file, so a cached function that inlined code
+from another module changed since would otherwise be reused stale: `<key>` hashes the code of the
+modules a compiled function may take code or constants from. For the search that is every module of
+search/core/ and every lc0_rocm module they import, directly or not (encoding's constants, this one);
+for a compiled function elsewhere, its own module and what it imports. The hash is of each module's
+syntax tree without its docstrings: comments, docstrings and line breaks change nothing, and the
+search's control code (search/*.py outside core/, the time manager) is not in it at all. Unlike
+numba's own NUMBA_CACHE_DIR locator, the folder does not depend on where the sources are installed:
+every copy of the same sources (an editable checkout, a wheel in a venv, a reinstall) shares one
+compiled search. numba keys each entry by the signature, the CPU (LLVM triple, CPU name and features:
+`CPUCodegen.magic_tuple`), the function's bytecode (not its line numbers), the Python version (the
+file name) and its own version (the index), so another CPU or numba recompiles.
+
+`ready_file()` marks a cache that holds the whole search for this CPU: search/precompile.py writes
+it after compiling, with the entry points a search calls from Python, which `load_compiled()` then
+loads (about a second) instead of letting the first search load them one call at a time.
+Importing this module imports numba (about 0.3 s): modules that must answer fast (the UCI loop
+before `isready`) import the search lazily.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib
+import os
+import pickle
+import sys
+from pathlib import Path
+
+import numba
+from numba.core import caching
+
+PKG = Path(__file__).resolve().parent
+SEARCH_CORE = PKG / "search" / "core"  # the compiled search: one cache folder for all of it
+COMPILED: list = []  # every @jit / @jit_alloc function, in import order
+
+
+def _module_file(name: str, pkg: Path):
+    """The file of module `name` ('' is the package) of the package in folder `pkg`, or None."""
+    p = pkg.joinpath(*name.split(".")) if name else pkg
+    if p.with_suffix(".py").is_file():
+        return p.with_suffix(".py")
+    return p / "__init__.py" if (p / "__init__.py").is_file() else None
+
+
+def _package_of(path: Path, pkg: Path):
+    """`pkg`-relative dotted name of the package `path` sits in (None: outside `pkg`)."""
+    try:
+        rel = path.parent.relative_to(pkg)
+    except ValueError:
+        return None
+    return ".".join(rel.parts)
+
+
+def _imported_files(path: Path, pkg: Path) -> set:
+    """The files of the lc0_rocm modules `path` imports (every import statement, function-level ones
+    included; a package's __init__ only where the package itself is imported)."""
+    package = _package_of(path, pkg)
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name[len("lc0_rocm."):] for a in node.names if a.name.startswith("lc0_rocm.")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if package is None:
+                    continue
+                base = package.split(".") if package else []
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif node.module == "lc0_rocm" or (node.module or "").startswith("lc0_rocm."):
+                target = node.module[len("lc0_rocm."):] if node.module != "lc0_rocm" else ""
+            else:
+                continue
+            for a in node.names:  # `from . import rules` imports a module, `from .tree import WIN` a name
+                sub = f"{target}.{a.name}" if target else a.name
+                names.add(sub if _module_file(sub, pkg) is not None else target)
+    return {f for f in (_module_file(n, pkg) for n in names) if f is not None}
+
+
+def closure(files, pkg: Path = PKG) -> list:
+    """`files` and every module of lc0_rocm (in folder `pkg`) they import, directly or not, sorted."""
+    seen, todo = set(), [Path(f).resolve() for f in files]
+    while todo:
+        f = todo.pop()
+        if f not in seen:
+            seen.add(f)
+            todo.extend(_imported_files(f, pkg) - seen)
+    return sorted(seen)
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def code_hash(path: Path) -> str:
+    """Hash of the code of one module: its syntax tree without docstrings (nor comments, nor
+    positions), so that only an edit of what runs changes it."""
+    tree = _strip_docstrings(ast.parse(Path(path).read_text()))
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
+def code_key(files, pkg: Path = PKG) -> str:
+    """The key of the code compiled from `files`: `code_hash` of each module of their `closure`."""
+    h = hashlib.sha256()
+    for f in closure(files, pkg):
+        try:
+            name = f.relative_to(pkg.parent).as_posix()
+        except ValueError:
+            name = f.name
+        h.update(name.encode())
+        h.update(code_hash(f).encode())
+    return h.hexdigest()[:16]
+
+
+def sources_key(pkg: Path = PKG) -> str:
+    """The compiled search's key: the code of search/core/ and what it imports (of lc0_rocm in
+    folder `pkg`)."""
+    return code_key(sorted((pkg / "search" / "core").glob("*.py")), pkg)
+
+
+@functools.lru_cache(maxsize=None)
+def _file_key(path: Path) -> str:
+    return code_key([path])
+
+
+def _base_dir() -> Path:
+    base = os.environ.get("NUMBA_CACHE_DIR")
+    if not base:
+        root = os.environ.get("LC0_ROCM_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "lc0-rocm")
+        base = os.path.join(root, "numba")
+    return Path(base)
+
+
+@functools.lru_cache(maxsize=None)
+def cache_dir() -> Path:
+    """Where numba keeps the compiled search (created on first compile). Read once: the compiled
+    functions' cache folders are fixed when they are declared, at import."""
+    return _base_dir() / sources_key()
+
+
+@functools.lru_cache(maxsize=None)
+def target_key() -> str:
+    """What numba's cache keys the machine code by, hashed: this Python, this numba and the CPU
+    (`magic_tuple`: LLVM triple, CPU name, CPU features)."""
+    from numba.core.registry import cpu_target
+
+    magic = cpu_target.target_context.codegen().magic_tuple()
+    text = repr((sys.version_info[:2], numba.__version__, magic))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def ready_file() -> Path:
+    """The marker of a cache that holds the whole search for this Python, numba and CPU; it lists
+    the entry points (module, name, signature) to load."""
+    return cache_dir() / f"ready-{target_key()}.pkl"
+
+
+def is_compiled() -> bool:
+    """Whether the compiled search is cached for these sources on this machine (a first start
+    compiles it: see search/precompile.py)."""
+    return ready_file().is_file()
+
+
+def write_ready(entry_points: list) -> None:
+    """Mark the cache complete: `entry_points` = [(module, function name, argument types)]."""
+    path = ready_file()
+    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
+    tmp.write_bytes(pickle.dumps(entry_points))
+    os.replace(tmp, path)  # readers never see half a file
+
+
+def load_compiled() -> int:
+    """Load every entry point listed by the ready marker from the cache (numba compiles any that is
+    missing). Returns how many were loaded; 0 without a marker."""
+    try:
+        entries = pickle.loads(ready_file().read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return 0
+    for module, name, args in entries:
+        getattr(importlib.import_module(module), name).compile(args)
+    return len(entries)
+
+
+class _CodeLocator(caching._CacheLocator):
+    """numba's cache locator for lc0_rocm's compiled functions (and the tests'): files in a folder
+    named by the key of the code they may take from (see the module docstring), not by their install
+    path, and that key as the freshness stamp. The file name is the function's module and name
+    alone, without numba's line number, so an edit above a function leaves its entry in place."""
+
+    def __init__(self, path: Path, key: str):
+        self._path = str(path)
+        self._key = key
+
+    def get_cache_path(self):
+        return self._path
+
+    def get_source_stamp(self):
+        return self._key
+
+    def get_disambiguator(self):
+        return "0"
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        f = Path(py_file).resolve()
+        if not f.is_file():
+            return None
+        if f.parent == SEARCH_CORE:
+            self = cls(cache_dir(), cache_dir().name)
+        else:
+            key = _file_key(f)
+            self = cls(_base_dir() / key, key)
+        try:
+            self.ensure_cache_path()
+        except OSError:  # an unwritable cache: numba tries its other locators
+            return None
+        return self
+
+
+_impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+_impl._locator_classes = [_CodeLocator, *(c for c in _impl._locator_classes if c.__name__ != "_CodeLocator")]
+
+
+def jit(fn=None, **options):
+    """Compile `fn` with numba: no Python objects, GIL released, cached on disk, no allocation, no
+    exception from arithmetic. `options` go to numba (e.g. `inline="always"`)."""
+    if fn is None:
+        return functools.partial(jit, **options)
+    d = numba.njit(cache=True, nogil=True, _nrt=False, error_model="numpy", **options)(fn)
+    COMPILED.append(d)
+    return d
+
+
+def jit_alloc(fn=None, **options):
+    """`jit` for a function that allocates arrays."""
+    if fn is None:
+        return functools.partial(jit_alloc, **options)
+    d = numba.njit(cache=True, nogil=True, error_model="numpy", **options)(fn)
+    COMPILED.append(d)
+    return d

@@ -1,0 +1,56 @@
+"""A search made ready before a GUI's first `go`: the backend's batch sizes prepared and every compiled
+entry point of the search run once (compiled, or loaded from the disk cache)."""
+
+from __future__ import annotations
+
+from .core import backup as bk
+from .core import batch as bt
+from .core import pick as pk
+from .evaluator import NNEvaluator
+from .limits import SearchLimits
+from .params import SearchParams, suggested_minibatch
+from .search import Search
+from .tree import NodeTree
+
+
+def prepare_backend(evaluator: NNEvaluator, minibatch: int = 0) -> None:
+    """The backend prepares every batch size up to the minibatch (GPU graphs and GEMM plans)."""
+    backend = evaluator.backend
+    backend.prepare(max(1, min(minibatch or suggested_minibatch(backend), backend.max_batch)))
+
+
+def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0) -> None:
+    """Get a search ready before a GUI's first `go`: `prepare_backend`, and every compiled entry
+    point runs once with the types a real search uses (compiles the search, one to two minutes on a
+    first start, or loads it from the disk cache). Uses its own tree and NN cache; the backend
+    evaluates a few positions."""
+    from ..encoding.position import parse_position
+
+    prepare_backend(evaluator, minibatch)
+
+    ev = NNEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
+    ev.fill = evaluator.fill
+    ev.cache_history_length = evaluator.cache_history_length
+    try:
+        tree = NodeTree()
+        moves: list = []
+        for _ in range(2):  # the second one reuses the tree (its root is the first one's best move,
+            # which was visited): the subtree copy compiles here, not during a game's first timed move
+            h = parse_position(None, moves)
+            tree.set_position("startpos", moves, h.last)
+            # the second search with two threads: the shared tree's entry points compile here too
+            params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0, threads=2 if moves else 0)
+            s = Search(tree, h.board, h.first, ev, params, SearchLimits(nodes=24), has_wdl=has_wdl,
+                       has_mlh=has_mlh, searchmoves=list(h.board.legal_moves)[:3], verbose_stats=True,
+                       on_info=lambda lines: None, on_stats=lambda lines: None)
+            s.run()
+            if s.error is not None:
+                raise s.error
+            moves = [s.bestmove.uci()]
+            t = tree.arrays
+            root = tree.root_row
+            fe = int(t.first_edge[root])
+            pk.m_utility(t, s._packed, root, int(t.e_child[fe]), 0.5)
+            bk.revert_batch(t, s.stats, bt.new_batch(1), 0)
+    finally:
+        ev.close()
