@@ -6,6 +6,8 @@ from __future__ import annotations
 from .core import backup as bk
 from .core import batch as bt
 from .core import pick as pk
+from .core import shared_worker as sw
+from .core import spinlock
 from .evaluator import NNEvaluator
 from .limits import SearchLimits
 from .params import SearchParams, suggested_minibatch
@@ -52,5 +54,8 @@ def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False,
             fe = int(t.first_edge[root])
             pk.m_utility(t, s._packed, root, int(t.e_child[fe]), 0.5)
             bk.revert_batch(t, s.stats, bt.new_batch(1), 0)
+            # a stop with batches in flight on a shared tree: compiled here, not (GIL held, ~0.7 s)
+            # inside the first timed search that is stopped
+            sw.revert_shared(t, s.stats, bt.new_batch(1), 0, spinlock.new_lock())
     finally:
         ev.close()
