@@ -13,7 +13,10 @@ Rounding points (`ROUNDINGS`), in the order of the forward pass:
   wino_m     the 36 GEMMs' products M (workspace `wino_m`), before the output transform
   tower      the tower activations y (the residual skip and the tower output)
   v_emb, v_fc1, v_out   the value head's 1x1 conv, fc1 and fc2 outputs
-A `Fp16Path` also says where the GPU keeps fp32 instead (`m_fp32`: the GEMM writes M in fp32).
+`Fp16Path.convs` limits the convolution points (filters, wino_v, wino_m) to some convolutions, and
+`Fp16Path.input_conv` sets them apart for the input convolution (empty: fp32, as the GPU runs it now).
+The SE unit is the fused one (`winograd_out_se`, up to 256 filters: pooling and both dense layers in fp32
+registers); the unfused path of wider towers (pooled and SE outputs stored) is not modelled.
 
 `conv="direct"` replaces each Winograd convolution by a direct one whose output is stored in fp16 (the
 conv output rounded like a GEMM's: after bias and activation), for comparison.
