@@ -25,7 +25,7 @@ SEARCH_FREE = frozenset({
     "test_compile_key.py", "test_layering.py", "test_make_net.py", "test_net_errors.py", "test_net_hardening.py",
     "test_net_loader.py", "test_net_streams.py", "test_onnx_export.py", "test_policy_map.py", "test_position_errors.py",
     "test_reference_oracle.py", "test_syzygy.py", "test_timemgr.py", "test_torch_bench.py",
-    "test_winograd.py",
+    "test_winograd.py", "test_fp16_twin.py",
 })
 
 

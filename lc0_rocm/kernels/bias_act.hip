@@ -12,6 +12,10 @@
 // act8_<act>_<f16|f32>(T* y, const T* x, int n8): y = act(x) over 8 * n8 elements, 8 per thread with
 //   16-byte loads/stores (x and y 16-byte aligned; y may alias x). Launch: 1-D, block 256,
 //   grid min(ceil(n8 / 256), 65535), grid-stride.
+//
+// widen_f16(float* y, const __half* x, int total): y = x as float32 (an fp16 network's tower output for
+//   heads that run in fp32, lc0_rocm/gpu/nn/heads.py). Launch: 1-D, block 256, grid min(ceil(total / 256),
+//   65535), grid-stride.
 #include "common.h"
 
 template <typename T, int ACT>
@@ -60,3 +64,8 @@ LC0_BIAS_ACT(swish, LC0_ACT_SWISH)
 LC0_BIAS_ACT(selu, LC0_ACT_SELU)
 LC0_BIAS_ACT(tanh, LC0_ACT_TANH)
 LC0_BIAS_ACT(sigmoid, LC0_ACT_SIGMOID)
+
+extern "C" __global__ void __launch_bounds__(256) widen_f16(float* y, const __half* x, int total) {
+    const int stride = gridDim.x * blockDim.x;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) y[i] = lc0_load(x + i);
+}

@@ -68,6 +68,34 @@ def test_winograd_conv_matches_direct_convolution(gpu, dtype, n, C, O):
     _check(d.get(y, (n * 64, O)), ref, dtype, f"winograd conv {dtype} n={n} {C}->{O}")
 
 
+@pytest.mark.parametrize("n", BATCHES)
+def test_wide_input_convolution_in_an_fp16_network(gpu, n):
+    """winograd_in32_f16 / fp32 GEMM / winograd_out32_f16 (the input convolution of an fp16 tower): fp16
+    planes in (0/1 and a rule-50 count up to 99), V, U and M in fp32, fp16 y and next transform out: y
+    within its own fp16 rounding (2^-11 relative) of a direct convolution."""
+    d = Dev(gpu, "f16")
+    rng = np.random.default_rng()
+    C, O = 112, 64
+    planes = (rng.random((n * 64, C)) < 0.1).astype(np.float64)
+    planes[:, 109] = rng.integers(0, 100, n).repeat(64)  # classical formats: the raw rule-50 ply count
+    planes[:, 111] = 1.0
+    w = (rng.standard_normal((O, C, 3, 3)) / np.sqrt(9 * C)).astype(np.float16).astype(np.float64)
+    b = d.rand(rng, (O,), 0.1)
+    V, M = d.nan(36 * 4 * n * C, np.float32), d.nan(36 * 4 * n * O, np.float32)
+    y, vnext = d.nan(n * 64 * O), d.nan(36 * 4 * n * O)
+    d.k.winograd_in(d.put(planes), V, n, C, Kp=C, wide=True)
+    _check(d.get(V, (36, 4 * n, C), np.float32), twin.winograd_in(planes, n, C, C), "f32", f"winograd_in32 n={n}")
+    from lc0_rocm.gpu.nn.conv import winograd_filter
+
+    _gemm(d).linear(V, d.put(winograd_filter(w), np.float32), M, 4 * n, O, C, dtype="f32", batch=36)
+    d.k.winograd_out(M, O, y, n, O, act="relu", bias=d.put(b), vnext=vnext, wide=True)
+    ref = np.maximum(twin.conv3x3(planes, w, b, n), 0)
+    got = d.get(y, (n * 64, O))
+    err = rel_error(got, ref)
+    assert err <= 1e-3, f"wide input convolution n={n}: relative error {err:.2e} > 1e-3"
+    _check(d.get(vnext, (36, 4 * n, O)), twin.winograd_in(ref, n, O, O), "f16", f"wide vnext n={n}")
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
 @pytest.mark.parametrize("n", BATCHES)
 @pytest.mark.parametrize("act", ["relu", "mish"])

@@ -78,10 +78,13 @@ class ConvGpu:
     k = 1: a GEMM (`out_rows` pads O with zero filters). k = 3: Winograd in three steps that callers may
     run apart to fuse: `transform(x)` (x -> workspace wino_v), `multiply()` (wino_v -> wino_m) and
     `finish(...)` (wino_m -> y and/or the next convolution's wino_v, with the fusions of winograd_out).
+    `wide` (fp16 networks): V, U and M in fp32 and the product an fp32 GEMM, x and y still fp16 (the
+    tower's input convolution, see `ConvTowerGpu`).
     """
 
-    def __init__(self, ctx: Context, conv: Conv, act: str = "none", out_rows: int = 0):
+    def __init__(self, ctx: Context, conv: Conv, act: str = "none", out_rows: int = 0, wide: bool = False):
         self.ctx, self.kernel, self.cin, self.act = ctx, conv.kernel, conv.n_in, act
+        self.wide = bool(wide) and ctx.dtype == "f16"
         if self.kernel == 1:
             w, b = conv_matrix(conv), conv.b
             if out_rows:
@@ -95,32 +98,33 @@ class ConvGpu:
         self.kp, self.np_ = round_up(self.cin), round_up(self.n_out)
         u = np.zeros((36, self.np_, self.kp), dtype=np.float64)
         u[:, : self.n_out, : self.cin] = winograd_filter(conv.w)
-        self.u = ctx.upload(u)
+        self.u = ctx.upload(u, dtype=np.float32 if self.wide else None)
         self.b = ctx.upload(conv.b)
         tiles = 4 * ctx.max_batch
-        ctx.ws.request("wino_v", 36 * tiles * self.kp)
-        ctx.ws.request("wino_m", 36 * tiles * self.np_)
+        size = 4 if self.wide else None  # fp32 V and M share the workspace buffers of the fp16 ones
+        ctx.ws.request("wino_v", 36 * tiles * self.kp, size)
+        ctx.ws.request("wino_m", 36 * tiles * self.np_, size)
 
     def feeds(self, other: "ConvGpu") -> bool:
         """Whether this 3x3 convolution's output transform can write `other`'s input transform directly."""
         return (self.kernel == 3 and other.kernel == 3 and other.cin == self.n_out and self.n_out % 8 == 0)
 
     def transform(self, x: DeviceBuffer, n: int, lane: Optional[SideStream] = None, ldx: Optional[int] = None):
-        self.ctx.kernels.winograd_in(x, self.ctx.ws["wino_v"], n, self.cin, ldx=ldx, Kp=self.kp,
+        self.ctx.kernels.winograd_in(x, self.ctx.ws["wino_v"], n, self.cin, ldx=ldx, Kp=self.kp, wide=self.wide,
                                      stream=self.ctx.where(lane)[0])
 
     def multiply(self, n: int, lane: Optional[SideStream] = None) -> None:
         ctx = self.ctx
         s, workspace = ctx.where(lane)
-        ctx.gemm.linear(ctx.ws["wino_v"], self.u, ctx.ws["wino_m"], 4 * n, self.np_, self.kp, dtype=ctx.dtype,
-                        stream=s, workspace=workspace, batch=36)
+        ctx.gemm.linear(ctx.ws["wino_v"], self.u, ctx.ws["wino_m"], 4 * n, self.np_, self.kp,
+                        dtype="f32" if self.wide else ctx.dtype, stream=s, workspace=workspace, batch=36)
 
     def finish(self, n: int, lane: Optional[SideStream] = None, y: Optional[DeviceBuffer] = None,
                act: Optional[str] = None, skip=None, pooled=None, vnext: bool = False) -> None:
         ctx = self.ctx
         ctx.kernels.winograd_out(ctx.ws["wino_m"], self.np_, y, n, self.n_out, act=self.act if act is None else act,
                                  bias=self.b, skip=skip, pooled=pooled, vnext=ctx.ws["wino_v"] if vnext else None,
-                                 stream=ctx.where(lane)[0])
+                                 wide=self.wide, stream=ctx.where(lane)[0])
 
     def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None) -> None:
         if self.kernel == 1:
@@ -190,11 +194,15 @@ class ResidualBlockGpu:
 
 
 class ConvTowerGpu:
-    """Network input (packed planes, see `split_input`) -> input conv -> residual blocks, into y [n*64, F]."""
+    """Network input (packed planes, see `split_input`) -> input conv -> residual blocks, into y [n*64, F].
+
+    The input convolution is `wide` (fp32 transforms and GEMM in an fp16 network): its fp16 U and M moved a
+    tanh value head's Q more than the fp16 transforms of all the blocks' convolutions together (its error
+    passes through every block; tests/test_fp16_twin.py), for one fp32 GEMM of K = 112 per batch."""
 
     def __init__(self, ctx: Context, tower: ConvTower):
         self.ctx = ctx
-        self.input = ConvGpu(ctx, tower.input, tower.activation)
+        self.input = ConvGpu(ctx, tower.input, tower.activation, wide=True)
         self.blocks = [ResidualBlockGpu(ctx, blk, tower.activation) for blk in tower.blocks]
         self.filters = self.input.n_out
         ctx.ws.request("planes", ctx.max_batch * 64 * NUM_PLANES)

@@ -141,6 +141,15 @@ class NnKernels:
         """y = act(x + bias[(i // inner) % channels]) over `total` elements (see the function `bias_act`)."""
         bias_act(self.device, y, x, bias, total, channels, inner, act, self.dtype, stream)
 
+    def widen(self, x, y, total: int, stream=None):
+        """y float32 [total] <- x [total] of an fp16 network (a copy in an fp32 one)."""
+        if self.dtype != "f16":
+            raise ValueError("widen: only an fp16 network has narrower activations than float32")
+        self._need("x", x, total)
+        self._need("y", y, total, 4)
+        get_kernel(self.device, "bias_act.hip", "widen_f16").launch(
+            min(_grid(total), MAX_GRID), BLOCK, (y, x, np.int32(total)), stream=stream)
+
     # ------------------------------------------------------------------ normalisation and gating
 
     def layernorm(self, x, out, rows: int, C: int, gamma, beta, eps: float, bias=None, skip=None,
@@ -206,32 +215,40 @@ class NnKernels:
             raise ValueError(f"convolution activation {act!r}: the conv kernels know {', '.join(CONV_ACTS)}")
         return self._k("conv.hip", name, (f"-DCONV_ACT={act_code(act)}",))
 
-    def winograd_in(self, x, V, n: int, C: int, ldx: int | None = None, Kp: int | None = None, stream=None):
+    def _wide(self, name: str, wide: bool) -> tuple[str, int]:
+        """(kernel name, bytes per V / M element): `wide` keeps V resp. M in fp32 in an fp16 network."""
+        return (name + "32", 4) if wide and self.dtype == "f16" else (name, self.size)
+
+    def winograd_in(self, x, V, n: int, C: int, ldx: int | None = None, Kp: int | None = None, wide: bool = False,
+                    stream=None):
         """V [36, 4n, Kp] <- the Winograd F(4x4, 3x3) input transform of x [n*64, ldx] (channels 0..C-1;
-        channels C..Kp-1 of V are written 0)."""
+        channels C..Kp-1 of V are written 0); `wide`: V float32 (fp16 networks; the same kernel in fp32)."""
         ldx = C if ldx is None else ldx
         Kp = -(-C // 8) * 8 if Kp is None else Kp
         if ldx < C or Kp < C:
             raise ValueError(f"winograd_in: ldx {ldx} and Kp {Kp} must be >= C {C}")
+        name, vsize = self._wide("winograd_in", wide)
         self._need("x", x, n * 64 * ldx)
-        self._need("V", V, 36 * 4 * n * Kp)
-        self._conv("winograd_in").launch(_grid(n * Kp), BLOCK, (x, np.int32(ldx), V, np.int32(n), np.int32(C),
-                                                                 np.int32(Kp)), stream=stream)
+        self._need("V", V, 36 * 4 * n * Kp, vsize)
+        self._conv(name).launch(_grid(n * Kp), BLOCK, (x, np.int32(ldx), V, np.int32(n), np.int32(C), np.int32(Kp)),
+                                stream=stream)
 
     def winograd_out(self, M, ldm: int, y, n: int, C: int, act: str = "none", bias=None, skip=None,
-                     ldy: int | None = None, pooled=None, vnext=None, stream=None):
+                     ldy: int | None = None, pooled=None, vnext=None, wide: bool = False, stream=None):
         """z = A^T M A + bias per channel c < C (M [36, 4n, ldm]); pooled [n, C] <- mean of z over the board;
         v = act(z + skip) (skip [n*64, C]); y [n*64, ldy] <- v; vnext [36, 4n, C] <- the input transform of
-        v (C % 8 == 0). Any of bias, skip, y, pooled, vnext may be None."""
+        v (C % 8 == 0). Any of bias, skip, y, pooled, vnext may be None. `wide`: M float32 (fp16 networks)."""
         ldy = C if ldy is None else ldy
         if ldm < C or ldy < C:
             raise ValueError(f"winograd_out: ldm {ldm} and ldy {ldy} must be >= C {C}")
         if vnext is not None and C % 8:
             raise ValueError(f"winograd_out: the next input transform needs C % 8 == 0, got {C}")
-        for what, buf, count in (("M", M, 36 * 4 * n * ldm), ("bias", bias, C), ("skip", skip, n * 64 * C),
-                                 ("y", y, n * 64 * ldy), ("pooled", pooled, n * C), ("vnext", vnext, 36 * 4 * n * C)):
+        name, msize = self._wide("winograd_out", wide)
+        self._need("M", M, 36 * 4 * n * ldm, msize)
+        for what, buf, count in (("bias", bias, C), ("skip", skip, n * 64 * C), ("y", y, n * 64 * ldy),
+                                 ("pooled", pooled, n * C), ("vnext", vnext, 36 * 4 * n * C)):
             self._need(what, buf, count)
-        self._conv("winograd_out", act).launch(
+        self._conv(name, act).launch(
             _grid(n * C), BLOCK, (M, np.int32(ldm), _p(bias), _p(skip), _p(y), np.int32(ldy), _p(pooled), _p(vnext),
                                   np.int32(n), np.int32(C)), stream=stream)
 
@@ -282,11 +299,14 @@ class NnKernels:
         self._k("policy.hip", "policy_gather").launch(
             _grid(n * POLICY_SIZE), BLOCK, (x, np.int32(stride), idx, out, np.int32(n)), stream=stream)
 
-    def head_outputs(self, v, ld_v: int, wdl: bool, out, n: int, m=None, ld_m: int = 1, stream=None):
-        """out float32 [n, 5] = (W, D, L, Q, M) from the value logits v [n, ld_v] and moves-left m [n, ld_m]."""
-        self._need("v", v, n * ld_v)
-        self._need("m", m, n * ld_m)
+    def head_outputs(self, v, ld_v: int, wdl: bool, out, n: int, m=None, ld_m: int = 1, wide: bool = False,
+                     stream=None):
+        """out float32 [n, 5] = (W, D, L, Q, M) from the value logits v [n, ld_v] and moves-left m [n, ld_m]
+        (`wide`: v and m float32, heads run in fp32 in an fp16 network)."""
+        size = 4 if wide else self.size
+        self._need("v", v, n * ld_v, size)
+        self._need("m", m, n * ld_m, size)
         self._need("out", out, n * 5, 4)
-        self._k("heads.hip", "head_outputs").launch(
+        get_kernel(self.device, "heads.hip", "head_outputs_f32" if wide else f"head_outputs_{self.dtype}").launch(
             _grid(n), BLOCK, (v, np.int32(ld_v), np.int32(int(wdl)), _p(m), np.int32(ld_m), out, np.int32(n)),
             stream=stream)

@@ -32,7 +32,7 @@ from ...net.description import LayerNorm
 from ..runtime.dtypes import storage_type
 from ..runtime.gemm import Gemm
 from ..runtime.memory import DeviceBuffer
-from .kernels import NnKernels
+from .kernels import NnKernels, bias_act
 
 # activations hipBLASLt applies in the GEMM epilogue; the others run as a separate bias_act pass
 EPILOGUE_ACTS = ("none", "relu")
@@ -159,16 +159,19 @@ class Linear:
 
     `raw=True` builds a GEMM without bias and activation, for a caller that fuses the bias (`self.b`)
     into the kernel that follows (LayerNorm). Activations hipBLASLt cannot fuse (mish, swish, relu2,
-    selu, ...) run as one bias_act pass over y after a bias-epilogue GEMM.
+    selu, ...) run as one bias_act pass over y after a bias-epilogue GEMM. `dtype` ('f32' in an fp16
+    network) stores x, w, b and y in that type instead of the network's.
     """
 
     def __init__(self, ctx: Context, w: np.ndarray, b: Optional[np.ndarray] = None, act: str = "none",
-                 raw: bool = False, *, rows: int):
+                 raw: bool = False, *, rows: int, dtype: Optional[str] = None):
         self.ctx, self.rows = ctx, rows
         self.n, self.k = w.shape
         self.act, self.raw = act, raw
-        self.w = ctx.upload(w)
-        self.b = ctx.upload(b) if b is not None else None
+        self.dtype = dtype or ctx.dtype
+        host = None if self.dtype == ctx.dtype else storage_type(self.dtype).numpy
+        self.w = ctx.upload(w, dtype=host)
+        self.b = ctx.upload(b, dtype=host) if b is not None else None
 
     def with_rows(self, rows: int) -> "Linear":
         """The same weights applied to `rows` rows per position (nothing is uploaded again)."""
@@ -181,13 +184,13 @@ class Linear:
         s, workspace = ctx.where(lane)
         m = n * self.rows
         if self.raw:
-            ctx.gemm.linear(x, self.w, y, m, self.n, self.k, dtype=ctx.dtype, stream=s, workspace=workspace)
+            ctx.gemm.linear(x, self.w, y, m, self.n, self.k, dtype=self.dtype, stream=s, workspace=workspace)
             return
         fused = self.act in EPILOGUE_ACTS
         ctx.gemm.linear(x, self.w, y, m, self.n, self.k, bias=self.b, act=self.act if fused else "none",
-                        dtype=ctx.dtype, stream=s, workspace=workspace)
+                        dtype=self.dtype, stream=s, workspace=workspace)
         if not fused:
-            ctx.kernels.bias_act(y, y, None, m * self.n, act=self.act, stream=s)
+            bias_act(ctx.device, y, y, None, m * self.n, act=self.act, dtype=self.dtype, stream=s)
 
 
 class Norm:

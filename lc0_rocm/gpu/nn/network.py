@@ -211,7 +211,10 @@ class GpuNetwork:
             self.policy = ClassicalPolicyGpu(ctx, head)
         else:
             raise ValueError(f"unknown policy head {type(head).__name__}")
-        self.heads = HeadsGpu(ctx, net.value, net.moves_left)
+        # a classical tower's heads run in fp32 (heads.py): a tanh value head's Q passes validate in fp16
+        classical = net.body is None
+        self.heads = HeadsGpu(ctx, net.value, net.moves_left, wide=classical,
+                              width=self.tower.filters if classical else 0)
 
     @property
     def workspace_bytes(self) -> int:
