@@ -1,6 +1,7 @@
 """Fuzzing `lc0-rocm analyse`'s input side under hypothesis: random damage to a PGN of good games
 (illegal moves, stray brackets, braces and parentheses, `;` comments, NAGs, variations, damaged tag
-lines, binary noise) must never lose a game silently. Every game of the file is either analysed or
+lines, binary noise, set-up positions whose counters the search cannot hold) must never lose a game
+silently. Every game of the file is either analysed or
 reported by number and by a line inside it, and the number of games read equals an independent
 count: the lines that start with `[Event ` (the damage never touches those). The good games carry
 what database and lichess exports write (`[EventDate`, `[EventType`, `[PlyCount`, `%clk` comments,
@@ -38,7 +39,10 @@ FUZZ = settings(max_examples=int(os.environ.get("LC0_ROCM_FUZZ_EXAMPLES", "2000"
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 DAMAGE = ("illegal", "bracket", "brace", "unclosed", "paren", "semicolon", "nag", "variation", "tag", "noise",
-          "blank")
+          "blank", "counters")
+# a set-up position whose halfmove clock or fullmove number the search cannot hold (the one parser
+# refuses it: encoding/position.check_counters); the game's moves stay legal from it
+HUGE_COUNTERS = ("9223372036854775808 1", "40000 1", "0 9223372036854775808", "0 2147483648")
 
 
 def good_games(seed: int, n: int) -> list[list[str]]:
@@ -75,6 +79,9 @@ def damage(lines: list[str], kind: str, rng: random.Random) -> list[str]:
         lines[i] = rng.choice([lines[i][:-2], lines[i].replace('"', "", 1), '[Bad tag line', lines[i] + " x",
                                '[WhiteElo "12\x00"]'])
         return lines
+    if kind == "counters":
+        fen = f"{chess.STARTING_BOARD_FEN} w KQkq - {rng.choice(HUGE_COUNTERS)}"
+        return lines[:1] + ['[SetUp "1"]', f'[FEN "{fen}"]'] + lines[1:]
     if not body:
         return lines
     i = rng.choice(body)
