@@ -311,6 +311,11 @@ def _prepare_python(task: GameTask, board: chess.Board, moves: list, cfg: WorkCo
 
 
 _START = chess.Board()
+
+
+_START_BBS = np.array([k & c for c in (_START.occupied_co[chess.WHITE], _START.occupied_co[chess.BLACK])
+                       for k in (_START.pawns, _START.knights, _START.bishops, _START.rooks, _START.queens,
+                                 _START.kings)], dtype=np.uint64)  # `game_arrays.GameArrays` order
 _NO_DRAW_BELOW_RULE50 = 16  # fivefold repetition needs 16 reversible plies, the 75-move rule 150
 
 
@@ -349,7 +354,7 @@ def _prepare_arrays(task: GameTask, board: chess.Board, moves: list, cfg: WorkCo
     row_of = {p: k for k, p in enumerate(wanted)}
     rows = np.array(wanted, dtype=np.int64) - 1
     first_is_startpos = (board.turn == chess.WHITE and ep0 < 0 and ga.castling[0] == _START.castling_rights
-                         and board.board_fen() == _START.board_fen())
+                         and board.occupied == _START.occupied and np.array_equal(ga.bbs[0], _START_BBS))
     masks, values, transforms = ga.encode(rows, first_is_startpos, cfg.input_format)
     from ..encoding.packed import PackedPlanes
 
