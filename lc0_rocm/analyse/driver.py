@@ -1,5 +1,6 @@
-"""One `lc0-rocm analyse` run from its parsed arguments: open the net (API), the outputs (resume), the
-progress line, and run the local pipeline (raw or search mode) or hand over to Ray.
+"""One `lc0-rocm analyse` run from its parsed arguments: load the net (API), start its backend (in raw
+mode on its own thread, while the pipeline reads and prepares games), open the outputs (resume) and
+the progress line, and run the local pipeline (raw or search mode) or hand over to Ray.
 
 Ctrl-C stops the run between games: the files hold whole games, the resume sidecar is saved, one
 line says how to continue, and the exit code is 130.
@@ -56,11 +57,7 @@ def run(args, selection, thresholds, signature: dict) -> int:
             pool.terminate()
         raise
     try:
-        try:
-            outputs = open_outputs(paths, mode, signature, args.resume, progress)
-        except BaseException:
-            _failed_start(opening)
-            raise
+        outputs = open_outputs(paths, mode, signature, args.resume, progress)  # on failure `finally` closes the opening
         page = html_collector(args, outputs.after_game)
         work = WorkConfig(mode, selection, net.input_format, args.top)
         fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot,
@@ -106,15 +103,6 @@ def run(args, selection, thresholds, signature: dict) -> int:
     check_read(progress, outputs, args.inputs)
     summary(progress, dt, f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}")
     return 0
-
-
-def _failed_start(opening) -> None:
-    """The outputs could not be opened: the backend being opened is closed once it has started."""
-    if opening is not None:
-        try:
-            opening.close()
-        except Exception:  # noqa: BLE001 - the outputs' error is the one to report
-            pass
 
 
 def html_collector(args, after_game: int):

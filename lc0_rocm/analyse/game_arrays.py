@@ -33,7 +33,7 @@ from ..search import jit as _jit  # first: it installs the search's cache locato
 from ..search.jit import jit
 from ..search.encode import encode
 from ..search.move_codes import index_tables
-from ..search.rules import in_check, legal_moves, make_move, msb
+from ..search.rules import legal_moves, make_move, msb
 
 _HERE = Path(__file__).resolve()
 _OWN_KEY = hashlib.sha256(_HERE.read_bytes()).hexdigest()[:16]
