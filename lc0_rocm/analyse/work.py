@@ -379,8 +379,7 @@ def legal_codes(pos, chess960: bool, transform: int) -> tuple[np.ndarray, np.nda
     """(move codes as `move_code` gives them, policy indices) of the legal moves of a position
     (`encoding.history.PositionState`), in python-chess's order: the search's compiled move
     generator (`search.rules.legal_moves`) and its policy-index table (`search.move_codes`)."""
-    from ..search.move_codes import index_tables
-    from ..search.rules import legal_moves
+    from .game_arrays import index_tables, legal_moves  # analyse's one door to the compiled search
 
     bbs = np.array(pos.bbs, dtype=np.uint64)
     black = bool(pos.black_to_move)
