@@ -269,7 +269,7 @@ def main(argv=None) -> int:
         print(f"wrote {games} random games, {positions} positions, to {pgn} in {time.monotonic() - t0:.1f} s")
     t0 = time.monotonic()
     warm_compiled()
-    print(f"compiled move generator ready (numba cache) in {time.monotonic() - t0:.1f} s")
+    print(f"compiled move generator and per-game code ready (numba cache) in {time.monotonic() - t0:.1f} s")
     if args.split:
         host_split(pgn)
     raw = None
