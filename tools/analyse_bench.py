@@ -21,6 +21,7 @@ core in this process.
     python3 tools/analyse_bench.py --backend cpu --positions 2000 --bench-batches 5   # a quick check
     python3 tools/analyse_bench.py --host-only --positions 20000                      # the host rate only
     python3 tools/analyse_bench.py --split --host-only --positions 10000              # ... and its split
+    python3 tools/analyse_bench.py --host-only --workers-sweep 0 2 4 8 16 30         # ... by worker count
 """
 
 from __future__ import annotations
@@ -253,6 +254,8 @@ def main(argv=None) -> int:
     ap.add_argument("--split", action="store_true", help="also the host's cost per position of each step")
     ap.add_argument("--host-batch", type=int, default=1024, help="batch size of the host measurement")
     ap.add_argument("--workers", type=int, default=-1, help="host measurement: worker processes (default: analyse's)")
+    ap.add_argument("--workers-sweep", type=int, nargs="+", metavar="N",
+                    help="host measurement once per worker count (the curve that sets analyse's default)")
     ap.add_argument("--positions", type=int, default=20000, help="positions in the generated games")
     ap.add_argument("--bench-batch", type=int, default=256, help="backendbench batch size (default 256)")
     ap.add_argument("--bench-batches", type=int, default=50, help="backendbench batches (default 50)")
@@ -282,10 +285,12 @@ def main(argv=None) -> int:
                   f"{overall:,.0f} from the start; ratio to backendbench {steady / raw:.3f} (steady), "
                   f"{overall / raw:.3f} (from the start)")
     if args.host or args.host_only:
-        steady, overall, records = host_rate(args, pgn, os.path.join(work, "host.jsonl"))
-        ratio = f"; {steady / raw:.2f}x backendbench" if raw else ""
-        print(f"host pipeline (replay stand-in backend): {records} records; {steady:,.0f} positions/s steady, "
-              f"{overall:,.0f} from the start{ratio}")
+        for workers in args.workers_sweep or [args.workers]:
+            args.workers = workers
+            steady, overall, records = host_rate(args, pgn, os.path.join(work, "host.jsonl"))
+            ratio = f"; {steady / raw:.2f}x backendbench" if raw else ""
+            print(f"host pipeline (replay stand-in backend): {records} records; {steady:,.0f} positions/s steady, "
+                  f"{overall:,.0f} from the start{ratio}")
     return 0
 
 
