@@ -74,31 +74,45 @@ def load_net(path: Optional[NetPath] = None, check_outputs: bool = True, **head_
 
 def open_backend(net_or_path: Union[NetDescription, NetPath, None] = None, backend: str = DEFAULT_BACKEND,
                  options: str = "", notify: Optional[Callable[[str], None]] = None,
-                 max_batch: Optional[int] = None) -> "Evaluator":
+                 max_batch: Optional[int] = None, check: Optional[bool] = None,
+                 check_batch: Optional[Callable[[Backend], int]] = None) -> "Evaluator":
     """An `Evaluator` for a net (a NetDescription, a weights path, or None = the bundled net) on the named
     backend (`backends.factory.BACKEND_NAMES`; "auto" = the GPU when usable, else cpu with one notice).
 
     `options` is lc0's backend-options string ("policy_head=optimistic,gpus=0,1"); its heads choose
-    what a path is loaded with (a NetDescription must already have been loaded with them).
-    `notify(message)` receives auto's fallback notice (default: one line on stderr). `max_batch`
-    overrides a GPU backend's device batch (`backends.factory.create_backend`)."""
+    what a path is loaded with (a NetDescription must already have been loaded with them, e.g. by
+    `load_for_backend`). `notify(message)` receives auto's fallback notice (default: one line on
+    stderr). `max_batch` overrides a GPU backend's device batch (`backends.factory.create_backend`).
+    `check`: evaluate the start position on the backend and reject non-finite outputs (default: for a
+    path, not for a NetDescription); `check_batch(backend)`: the batch to check it in (default 1)."""
     _check_net_argument(net_or_path, "open_backend")
     check_backend_name(backend)  # before loading a large net
     opts = parse_backend_options(options)
     if isinstance(net_or_path, NetDescription):
-        be = create_backend(backend, net_or_path, options, notify, max_batch)
-        return Evaluator(be.net, be, opts)
-    # the start-position check runs on the chosen backend (a GPU does it in milliseconds where the
-    # numpy reference takes seconds for a BT4-class net)
-    net = load_net(net_or_path, check_outputs=False, **head_options(opts))
+        net = net_or_path
+    else:
+        net = load_for_backend(net_or_path, options)
+    if check is None:
+        check = not isinstance(net_or_path, NetDescription)
     be = create_backend(backend, net, options, notify, max_batch)
+    if not check:
+        return Evaluator(be.net, be, opts)
     ev = Evaluator(be.net, be, opts)  # the backend's view of the net (random, trivial: lc0's formats)
     try:
-        _check_start_position(ev.backend, ev.net)
+        _check_start_position(ev.backend, ev.net, check_batch(be) if check_batch is not None else 1)
     except BaseException:
         ev.close()
         raise
     return ev
+
+
+def load_for_backend(path: Optional[NetPath] = None, options: str = "") -> NetDescription:
+    """The net of a weights path (None = the bundled net) as `open_backend` loads it for `options`
+    (their heads), its outputs not yet checked: `open_backend(net, ..., check=True)` checks them on
+    the backend (a GPU does it in milliseconds where the numpy reference takes seconds for a BT4-class
+    net). Lets a caller start other work between loading a net and starting its backend."""
+    _check_net_argument(path, "load_for_backend", allow_description=False)
+    return load_net(path, check_outputs=False, **head_options(parse_backend_options(options)))
 
 
 def _check_net_argument(value: Any, function: str, allow_description: bool = True) -> None:
@@ -109,18 +123,24 @@ def _check_net_argument(value: Any, function: str, allow_description: bool = Tru
     raise ArgumentError(f"{function}: expected {what}, got {type(value).__name__} {value!r:.40}")
 
 
-def _check_start_position(backend: Backend, net: NetDescription) -> None:
+def _check_start_position(backend: Backend, net: NetDescription, copies: int = 1) -> None:
     """The last proof that a net is usable (weights that decode may still overflow): a NetFormatError naming the first output of the
-    start position's evaluation that holds NaN or inf (weights that overflow)."""
+    start position's evaluation that holds NaN or inf (weights that overflow). `copies`: the batch it is
+    evaluated in (a caller that runs batches of one size on a GPU checks at that size, so that the GPU
+    tunes its GEMMs and captures its graphs for that size only)."""
     import chess
     import numpy as np
 
+    from .encoding.packed import PackedPlanes
     from .encoding.planes import encode_position
 
     name = os.path.basename(str(net.metadata.get("path", "weights")))
     try:
         with np.errstate(all="ignore"):  # an overflowing net is reported below, not as numpy warnings
-            out = backend.evaluate(encode_position(chess.Board(), net.input_format))
+            planes = encode_position(chess.Board(), net.input_format)
+            if copies > 1:
+                planes = PackedPlanes.concat([planes] * copies)
+            out = backend.evaluate(planes)
     except (ValueError, ArithmeticError) as e:
         raise NetFormatError(f"{name}: evaluating the start position failed ({e})") from None
     for key in ("policy", "wdl", "q", "d", "mlh"):

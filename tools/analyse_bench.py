@@ -12,11 +12,16 @@ Writes a PGN of random legal games (python-chess, seeded) with about --positions
      `pipeline.run_raw` in process, its worker processes and an `Outputs` JSONL file) on a stand-in
      backend, `backends.replay.ReplayBackend` answering every batch at once with rows recorded
      from one batch of the cpu backend: the rate the host can feed a GPU with.
-and prints each figure and its ratio to backendbench.
+and prints each figure and its ratio to backendbench. With --split: the host's cost per position of
+each step of a worker's job (python-chess's reader, the python-chess path's replay, FEN, SAN, histories,
+planes and legal moves, the compiled path, then records, judgements, summary and JSONL text), on one
+core in this process.
 
     python3 tools/analyse_bench.py -w t82.pb.gz -b rocm-fp16 --positions 300000 --configs "" "gpus=0,1" --host
     python3 tools/analyse_bench.py --backend cpu --positions 2000 --bench-batches 5   # a quick check
     python3 tools/analyse_bench.py --host-only --positions 20000                      # the host rate only
+    python3 tools/analyse_bench.py --split --host-only --positions 10000              # ... and its split
+    python3 tools/analyse_bench.py --host-only --workers-sweep 0 2 4 8 16 30         # ... by worker count
 """
 
 from __future__ import annotations
@@ -74,14 +79,85 @@ def backend_nps(args) -> float:
 
 
 def warm_compiled() -> None:
-    """Compile (or load from numba's disk cache) the move generator the workers use, once, so that
-    no timed run pays a machine's first-ever compile."""
+    """Compile (or load from numba's disk cache) the move generator and the per-game code the workers
+    use, once, so that no timed run pays a machine's first-ever compile."""
     import chess
 
-    from lc0_rocm.analyse.work import legal_codes
+    from lc0_rocm.analyse.reader import RawGame, Selection
+    from lc0_rocm.analyse.work import WorkConfig, legal_codes, prepare
     from lc0_rocm.encoding.history import History
 
     legal_codes(History.from_board(chess.Board()).last, False, 0)
+    prepare(RawGame(0, "", 1, "pgn", "1. e4 e5 *\n"), WorkConfig("raw", Selection(), 1, 5))
+
+
+def host_split(pgn: str) -> None:
+    """Microseconds a position of each step of prepare and finish (one core, no worker process)."""
+    import chess
+    import numpy as np
+
+    from lc0_rocm.analyse.formats import jsonl_text
+    from lc0_rocm.analyse.reader import Selection, read_games
+    from lc0_rocm.analyse.records import Thresholds, judge_game
+    from lc0_rocm.analyse.summary import game_summary
+    from lc0_rocm.analyse.work import FinishConfig, RowOutputs, WorkConfig, finish, legal_codes, parse_game, prepare, raw_records
+    from lc0_rocm.encoding.history import History
+    from lc0_rocm.encoding.planes import encode_positions
+
+    cost: dict = {}
+    clock = time.perf_counter
+
+    def timed(name, fn, *a, **k):
+        t = clock()
+        r = fn(*a, **k)
+        cost[name] = cost.get(name, 0.0) + clock() - t
+        return r
+
+    games = timed("  read (reader split)", lambda: [g for g, _ in read_games([pgn])])
+    cfg = WorkConfig("raw", Selection(), 1, 5)
+    positions, tasks = 0, []
+    for g in games:
+        board, moves, _, _ = timed("  parse (python-chess read_game)", parse_game, g)
+
+        def replay():
+            boards = [board.copy(stack=False)]
+            for m in moves:
+                boards.append(boards[-1].copy(stack=False))
+                boards[-1].push(m)
+            return boards
+        boards = timed("  python: replay (copy, push)", replay)
+        timed("  python: FEN", lambda: [b.fen() for b in boards[:-1]])
+        timed("  python: SAN", lambda: [b.san(m) for b, m in zip(boards, moves)])
+
+        def histories():
+            h = History.from_board(board.copy(stack=False))
+            out = [h]
+            for b, m in zip(boards[1:], moves):
+                h = h.push(m, b)
+                out.append(h)
+            return out
+        hs = timed("  python: histories", histories)
+        planes = timed("  python: planes", encode_positions, hs, 1)
+        timed("  python: legal moves, policy indices",
+              lambda: [legal_codes(hs[i].last, False, int(planes.transforms[i])) for i in range(len(moves))])
+        timed("prepare, python-chess path (all of it, parse included)", prepare, g, cfg, compiled=False)
+        tasks.append(timed("prepare, compiled path (all of it, parse included)", prepare, g, cfg))
+        positions += len(moves)
+    rng = np.random.default_rng(0)
+    for t in tasks:
+        wdl = rng.dirichlet([1, 1, 1], t.n_rows).astype(np.float32)
+        out = RowOutputs(wdl[:, 0] - wdl[:, 2], wdl, rng.uniform(0, 90, t.n_rows).astype(np.float32),
+                         rng.normal(size=len(t.gather_col)).astype(np.float32))
+        timed("  records, numpy per record (before)", raw_records, t, out, 5, compiled=False)
+        recs = timed("  records, compiled (softmax, top-k, dicts)", raw_records, t, out, 5)
+        timed("  judgements", judge_game, recs, Thresholds(), "raw")
+        timed("  summary", game_summary, recs, dict(t.headers), t.number, len(t.moves))
+        timed("  JSONL text", jsonl_text, recs, "raw")
+        timed("finish, numpy records (all of it)", finish, t, out, FinishConfig(compiled=False))
+        timed("finish, compiled records (all of it)", finish, t, out, FinishConfig())
+    print(f"host split, {len(games)} games, {positions} positions, us a position:")
+    for name, seconds in cost.items():
+        print(f"  {name:56s} {1e6 * seconds / positions:8.1f}")
 
 
 def host_rate(args, pgn: str, out: str) -> tuple[float, float, int]:
@@ -175,8 +251,11 @@ def main(argv=None) -> int:
     ap.add_argument("--host", action="store_true", help="also measure the host pipeline on the replay stand-in")
     ap.add_argument("--host-only", action="store_true", help="only the host pipeline (no backendbench, no GPU)")
     ap.add_argument("--host-weights", default=None, help="net of the stand-in's recorded batch (default: bundled)")
+    ap.add_argument("--split", action="store_true", help="also the host's cost per position of each step")
     ap.add_argument("--host-batch", type=int, default=1024, help="batch size of the host measurement")
     ap.add_argument("--workers", type=int, default=-1, help="host measurement: worker processes (default: analyse's)")
+    ap.add_argument("--workers-sweep", type=int, nargs="+", metavar="N",
+                    help="host measurement once per worker count (the curve that sets analyse's default)")
     ap.add_argument("--positions", type=int, default=20000, help="positions in the generated games")
     ap.add_argument("--bench-batch", type=int, default=256, help="backendbench batch size (default 256)")
     ap.add_argument("--bench-batches", type=int, default=50, help="backendbench batches (default 50)")
@@ -193,7 +272,9 @@ def main(argv=None) -> int:
         print(f"wrote {games} random games, {positions} positions, to {pgn} in {time.monotonic() - t0:.1f} s")
     t0 = time.monotonic()
     warm_compiled()
-    print(f"compiled move generator ready (numba cache) in {time.monotonic() - t0:.1f} s")
+    print(f"compiled move generator and per-game code ready (numba cache) in {time.monotonic() - t0:.1f} s")
+    if args.split:
+        host_split(pgn)
     raw = None
     if not args.host_only:
         raw = backend_nps(args)
@@ -204,10 +285,12 @@ def main(argv=None) -> int:
                   f"{overall:,.0f} from the start; ratio to backendbench {steady / raw:.3f} (steady), "
                   f"{overall / raw:.3f} (from the start)")
     if args.host or args.host_only:
-        steady, overall, records = host_rate(args, pgn, os.path.join(work, "host.jsonl"))
-        ratio = f"; {steady / raw:.2f}x backendbench" if raw else ""
-        print(f"host pipeline (replay stand-in backend): {records} records; {steady:,.0f} positions/s steady, "
-              f"{overall:,.0f} from the start{ratio}")
+        for workers in args.workers_sweep or [args.workers]:
+            args.workers = workers
+            steady, overall, records = host_rate(args, pgn, os.path.join(work, "host.jsonl"))
+            ratio = f"; {steady / raw:.2f}x backendbench" if raw else ""
+            print(f"host pipeline (replay stand-in backend): {records} records; {steady:,.0f} positions/s steady, "
+                  f"{overall:,.0f} from the start{ratio}")
     return 0
 
 

@@ -1,5 +1,6 @@
-"""One `lc0-rocm analyse` run from its parsed arguments: open the net (API), the outputs (resume), the
-progress line, and run the local pipeline (raw or search mode) or hand over to Ray.
+"""One `lc0-rocm analyse` run from its parsed arguments: load the net (API), start its backend (in raw
+mode on its own thread, while the pipeline reads and prepares games), open the outputs (resume) and
+the progress line, and run the local pipeline (raw or search mode) or hand over to Ray.
 
 Ctrl-C stops the run between games: the files hold whole games, the resume sidecar is saved, one
 line says how to continue, and the exit code is 130.
@@ -34,22 +35,31 @@ def run(args, selection, thresholds, signature: dict) -> int:
         from .ray_runner import run_on_ray
 
         return run_on_ray(args, selection, thresholds, signature, progress)
-    from ..api import open_backend
-    from .pipeline import make_pool
+    from ..api import load_for_backend, open_backend
+    from .pipeline import Opening, check_batch, make_pool
 
     t0 = time.monotonic()
     workers = args.workers if args.workers >= 0 else default_workers(args.backend)
     pool = make_pool(workers)  # the workers start up while the net loads
+    opening = None
     try:
-        evaluator = open_backend(args.weights, args.backend, args.backend_opts)
+        net = load_for_backend(args.weights, args.backend_opts)
+        if mode == "raw":
+            # the backend starts (net conversion, GPU preparation, the start-position check) on its own
+            # thread while the reader reads and the workers prepare the first games
+            opening = Opening(lambda: open_backend(net, args.backend, args.backend_opts, check=True,
+                                                   check_batch=check_batch(args.batch_size)))
+            evaluator = opening
+        else:
+            evaluator = open_backend(net, args.backend, args.backend_opts, check=True)
     except BaseException:
         if pool is not None:
             pool.terminate()
         raise
     try:
-        outputs = open_outputs(paths, mode, signature, args.resume, progress)
+        outputs = open_outputs(paths, mode, signature, args.resume, progress)  # on failure `finally` closes the opening
         page = html_collector(args, outputs.after_game)
-        work = WorkConfig(mode, selection, evaluator.net.input_format, args.top)
+        work = WorkConfig(mode, selection, net.input_format, args.top)
         fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot,
                            keep_records=page is not None)
         # search mode takes seconds a game: each game is written and checkpointed as soon as it is done
@@ -70,15 +80,25 @@ def run(args, selection, thresholds, signature: dict) -> int:
 
                 run_search_mode(evaluator, cfg, args.nodes, sink)
 
-        code = write_all(body, outputs, progress, args.max_games)
+        try:
+            code = write_all(body, outputs, progress, args.max_games)
+        except BaseException:
+            if opening is not None and opening.error is not None:
+                outputs.discard()  # the backend never started: no output of this run is left behind
+            raise
         if page is not None:
             page.write()
         if code == 130:
             return 130
     finally:
-        evaluator.close()
+        if opening is not None:
+            opening.close()
+        else:
+            evaluator.close()
         if pool is not None:
             pool.terminate()
+    if opening is not None:
+        evaluator = opening.value
     dt = time.monotonic() - t0
     check_read(progress, outputs, args.inputs)
     summary(progress, dt, f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}")

@@ -15,12 +15,16 @@ size and a slow stage holds the others back):
                   processes when there are any) and hands the games, in order, to the output sink.
 
 The backend is the `Evaluator`'s from `lc0_rocm.api.open_backend` (all GPUs of the host with
-`--backend-opts gpus=0,1,…`: the multi-GPU backend splits every batch). Search mode is
-`search_mode.run_search_mode`, with the same reader and writer stages.
+`--backend-opts gpus=0,1,…`: the multi-GPU backend splits every batch). It may still be starting
+(`Opening`: the backend's start on its own thread, from the net already loaded): the reader stage
+starts at once and prepares games while the backend converts the net, prepares the GPU and checks the
+start position; the first batch goes when both are ready. Search mode is `search_mode.run_search_mode`,
+with the same reader and writer stages.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import queue
 import signal
@@ -59,6 +63,20 @@ def default_batch_size(backend) -> int:
     if getattr(backend, "name", "") == "cpu":
         return CPU_BATCH
     return max(1, int(backend.max_batch))
+
+
+def check_batch(batch_size: int) -> Callable:
+    """The batch the start position is checked in on a backend (`api.open_backend`'s `check_batch`):
+    on a GPU the run's batch (`batch_size`, 0: `default_batch_size`), so that the GPU tunes its GEMMs
+    and captures its graphs for the size the run uses and no other (a batch of 1 costs a tuning and a
+    capture of its own); one position elsewhere (the CPU's time grows with the positions)."""
+
+    def size(backend) -> int:
+        if not str(getattr(backend, "name", "")).startswith("rocm"):
+            return 1
+        return batch_size or default_batch_size(backend)
+
+    return size
 
 
 class _Ready:
@@ -115,6 +133,39 @@ def prepare_unit(unit, cfg: WorkConfig):
 
 def finish_unit(tasks, outs, cfg: FinishConfig):
     return [finish(t, o, cfg) for t, o in zip(tasks, outs)]
+
+
+class Opening:
+    """`open()` (an Evaluator) run on its own thread from construction: `result()` waits for it and
+    raises its error; `close()` waits and closes what it opened. A daemon thread, so that Ctrl-C
+    during a GPU's start does not wait for it."""
+
+    def __init__(self, open_fn: Callable):
+        self.value = None
+        self.error: Optional[BaseException] = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(open_fn,), name="analyse-open", daemon=True)
+        self._thread.start()
+
+    def _run(self, open_fn) -> None:
+        try:
+            self.value = open_fn()
+        except BaseException as e:  # noqa: BLE001 - raised by result() on the main thread
+            self.error = e
+        finally:
+            self._done.set()
+
+    def result(self):
+        while not self._done.wait(0.1):  # a wait in slices: Ctrl-C reaches the main thread
+            pass
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def close(self) -> None:
+        self._done.wait()
+        if self.value is not None:
+            self.value.close()
 
 
 # the stages ------------------------------------------------------------------------------------
@@ -247,14 +298,28 @@ class _Open:
 
 
 def run_raw(evaluator, cfg: RunConfig, sink: Callable, on_batch: Optional[Callable[[int], None]] = None) -> None:
-    """Analyse the inputs with raw network evaluations; games go to `sink(unit, [GameOutput])` in order."""
+    """Analyse the inputs with raw network evaluations; games go to `sink(unit, [GameOutput])` in order.
+    `evaluator`: an Evaluator, or an `Opening` of one (the reader starts before it is ready)."""
     from ..encoding.packed import PackedPlanes
 
+    stages = Stages(cfg, sink)  # reading and preparing start now, beside a backend still opening
+    try:
+        if isinstance(evaluator, Opening):
+            evaluator = evaluator.result()
+        if evaluator.net.input_format != cfg.work.input_format:
+            # the backend's view of the net has another input format (the random and trivial backends):
+            # the units prepared so far are encoded for the wrong one, none has been written yet
+            stages.close(interrupted=True)
+            cfg = dataclasses.replace(cfg, work=dataclasses.replace(cfg.work, input_format=evaluator.net.input_format),
+                                      pool=None)
+            stages = Stages(cfg, sink)
+    except BaseException:
+        stages.close(interrupted=True)
+        raise
     backend = evaluator.backend
     net = evaluator.net
     batch = cfg.batch_size or default_batch_size(backend)
     has_wdl, has_mlh = bool(net.has_wdl), bool(net.has_moves_left)
-    stages = Stages(cfg, sink)
     opened: deque = deque()  # units in input order, not yet handed to the writer
     pieces: list = []  # (open unit, task index, first row, rows) waiting for a batch
     buffered = 0

@@ -45,6 +45,7 @@ class FinishConfig:
     annotator: str = "lc0-rocm"
     plot_dir: Optional[str] = None
     keep_records: bool = False
+    compiled: bool = True  # raw records' policies from compiled code (False: numpy per record, the tests' truth)
 
 
 @dataclass
@@ -226,10 +227,11 @@ def code_uci(code: int) -> str:
     return chess.Move(code & 63, (code >> 6) & 63, (code >> 12) or None).uci()
 
 
-def prepare(raw: RawGame, cfg: WorkConfig) -> GameTask:
-    """Parse a game, choose its record plies and, in raw mode, encode the rows to evaluate."""
-    from ..encoding.history import History
-
+def prepare(raw: RawGame, cfg: WorkConfig, compiled: bool = True) -> GameTask:
+    """Parse a game, choose its record plies and, in raw mode, encode the rows to evaluate: the
+    positions' replay, legal moves, FEN, SAN and planes in compiled code (`game_arrays`) for standard
+    chess, python-chess and the general encoder otherwise (and with `compiled=False`: the truth the
+    tests compare the compiled path with)."""
     task = GameTask(raw.number, raw.source, raw.line, raw.kind)
     board, moves, headers, error = parse_game(raw)
     task.headers = headers
@@ -238,7 +240,6 @@ def prepare(raw: RawGame, cfg: WorkConfig) -> GameTask:
             task.line, error = error
         task.error = error
         return task
-    task.start_fen = None if board.fen() == chess.STARTING_FEN else board.fen()
     task.chess960 = board.chess960
     task.moves = [m.uci() for m in moves]
     if raw.kind == "fen":
@@ -246,19 +247,44 @@ def prepare(raw: RawGame, cfg: WorkConfig) -> GameTask:
     else:
         plies = cfg.selection.plies(len(moves), board.turn == chess.WHITE)
     task.plies = plies
+    if compiled and not board.chess960 and _prepare_arrays(task, board, moves, cfg):
+        return task
+    _prepare_python(task, board, moves, cfg)
+    return task
+
+
+def _game_end_score(board: chess.Board, moves: list) -> Optional[float]:
+    """The last mover's expected score when the game's end is decided after its moves (python-chess's
+    `outcome`), else None."""
+    end = board.copy(stack=False)
+    for m in moves:
+        end.push(m)
+    outcome = end.outcome(claim_draw=False)
+    if outcome is None:
+        return None
+    return 0.5 if outcome.winner is None else 1.0
+
+
+def _rows_wanted(plies: list, n: int, final_score, raw_mode: bool) -> list:
+    """The record plies and, in raw mode, the plies after their moves (the position after the move
+    is evaluated unless the game ended there), sorted."""
+    rows = set(plies)
+    if raw_mode:
+        rows |= {p + 1 for p in plies if p <= n and not (p == n and final_score is not None)}
+    return sorted(rows)
+
+
+def _prepare_python(task: GameTask, board: chess.Board, moves: list, cfg: WorkConfig) -> None:
+    from ..encoding.history import History
+
+    task.start_fen = None if board.fen() == chess.STARTING_FEN else board.fen()
+    plies = task.plies
     n = len(moves)
     if n and plies and plies[-1] == n:  # the last move is analysed: is the game decided after it?
-        end = board.copy(stack=False)
-        for m in moves:
-            end.push(m)
-        outcome = end.outcome(claim_draw=False)
-        if outcome is not None:
-            task.final_score = 0.5 if outcome.winner is None else 1.0
+        task.final_score = _game_end_score(board, moves)
     raw_mode = cfg.mode == "raw"
     want = set(plies)
-    rows_wanted = set(plies)
-    if raw_mode:
-        rows_wanted |= {p + 1 for p in plies if p <= n and not (p == n and task.final_score is not None)}
+    rows_wanted = set(_rows_wanted(plies, n, task.final_score, raw_mode))
     histories, row_of = [], {}
     b = board.copy(stack=False)
     h = History.from_board(b)
@@ -276,7 +302,7 @@ def prepare(raw: RawGame, cfg: WorkConfig) -> GameTask:
             h = h.push(moves[p - 1], after)
             b = after
     if not raw_mode:
-        return task
+        return
     from ..encoding.planes import encode_positions
 
     task.planes = encode_positions(histories, cfg.input_format)
@@ -295,7 +321,69 @@ def prepare(raw: RawGame, cfg: WorkConfig) -> GameTask:
     task.codes = np.concatenate(codes).astype(np.int32) if codes else np.zeros(0, np.int32)
     task.gather_col = np.concatenate(cols).astype(np.int32) if cols else np.zeros(0, np.int32)
     task.gather_row = np.concatenate(rows) if rows else np.zeros(0, np.int32)
-    return task
+
+
+_START = chess.Board()
+
+
+_START_BBS = np.array([k & c for c in (_START.occupied_co[chess.WHITE], _START.occupied_co[chess.BLACK])
+                       for k in (_START.pawns, _START.knights, _START.bishops, _START.rooks, _START.queens,
+                                 _START.kings)], dtype=np.uint64)  # `game_arrays.GameArrays` order
+_NO_DRAW_BELOW_RULE50 = 16  # fivefold repetition needs 16 reversible plies, the 75-move rule 150
+
+
+def _prepare_arrays(task: GameTask, board: chess.Board, moves: list, cfg: WorkConfig) -> bool:
+    """`_prepare_python` from the compiled replay (`game_arrays.GameArrays`); False (nothing set)
+    when a move is not found among the compiled legal moves (never for a legal game) or a FEN's clocks
+    are out of the arrays' range: the python-chess path then takes the game."""
+    from .game_arrays import GameArrays
+
+    if board.halfmove_clock + len(moves) > 30_000 or board.fullmove_number > 1_000_000:
+        return False  # beyond the compiled arrays' int16 clock and FEN buffer: python-chess takes it
+    ep0 = -1
+    if board.ep_square is not None and not board.status() & chess.STATUS_INVALID_EP_SQUARE:
+        ep0 = board.ep_square & 7  # lc0 takes a (valid) FEN en-passant field as the flag (History.from_board)
+    ga = GameArrays(board, moves, ep0)
+    if ga.bad >= 0:
+        return False
+    start = ga.fen(0)
+    task.start_fen = None if start == chess.STARTING_FEN else start
+    plies = task.plies
+    n = len(moves)
+    if n and plies and plies[-1] == n:
+        score = ga.mated_or_stalemated(n)
+        if score is None:
+            b = ga.bbs[n]
+            heavy = b[0] | b[3] | b[4] | b[6] | b[9] | b[10]  # pawns, rooks, queens: material enough
+            if ga.rule50[n] >= _NO_DRAW_BELOW_RULE50 or not heavy:  # a draw by rule may have ended it
+                score = _game_end_score(board, moves)
+        task.final_score = score
+    raw_mode = cfg.mode == "raw"
+    for p in plies:
+        task.fens.append(ga.fen(p - 1))
+        task.white.append(not ga.black[p - 1])
+        task.sans.append(ga.san(p - 1) if p <= n else None)
+    if not raw_mode:
+        return True
+    wanted = _rows_wanted(plies, n, task.final_score, raw_mode)
+    row_of = {p: k for k, p in enumerate(wanted)}
+    rows = np.array(wanted, dtype=np.int64) - 1
+    first_is_startpos = (board.turn == chess.WHITE and ep0 < 0 and ga.castling[0] == _START.castling_rights
+                         and board.occupied == _START.occupied and np.array_equal(ga.bbs[0], _START_BBS))
+    masks, values, transforms = ga.encode(rows, first_is_startpos, cfg.input_format)
+    from ..encoding.packed import PackedPlanes
+
+    task.planes = PackedPlanes(masks, values, transforms)
+    task.n_rows = len(rows)
+    rec = np.array([row_of[p] for p in plies], dtype=np.int64)
+    task.rec_row = rec.tolist()
+    task.after_row = [row_of.get(p + 1, -1) if p <= n else -1 for p in plies]
+    starts, codes, cols = ga.legal_entries(rows[rec] if len(rec) else np.zeros(0, np.int64), transforms[rec])
+    task.rec_start = starts
+    task.codes = codes
+    task.gather_col = cols
+    task.gather_row = np.repeat(rec.astype(np.int32), np.diff(starts))
+    return True
 
 
 _PROMO_OF_SLOT = np.array([0, chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT, 0], dtype=np.int32)
@@ -305,9 +393,8 @@ _MOVES = np.zeros(256, dtype=np.int16)  # legal_moves' output buffer (one per wo
 def legal_codes(pos, chess960: bool, transform: int) -> tuple[np.ndarray, np.ndarray]:
     """(move codes as `move_code` gives them, policy indices) of the legal moves of a position
     (`encoding.history.PositionState`), in python-chess's order: the search's compiled move
-    generator (`search.rules.legal_moves`) and its policy-index table (`search.move_codes`)."""
-    from ..search.core.move_codes import index_tables
-    from ..search.core.rules import legal_moves
+    generator (`search.core.rules.legal_moves`) and its policy-index table (`search.core.move_codes`)."""
+    from .game_arrays import index_tables, legal_moves  # analyse's one door to the compiled search
 
     bbs = np.array(pos.bbs, dtype=np.uint64)
     black = bool(pos.black_to_move)
@@ -322,10 +409,58 @@ def legal_codes(pos, chess960: bool, transform: int) -> tuple[np.ndarray, np.nda
 # raw records
 
 
-def raw_records(task: GameTask, out: RowOutputs, top: int) -> list[dict]:
+def raw_records(task: GameTask, out: RowOutputs, top: int, compiled: bool = True) -> list[dict]:
     """The records of a game from its rows' outputs (keys as `records.keys("raw")`; `loss`, `nag`
     and `blunder` are filled by `records.judge_game`; `_after` keeps the value after the move, White's
-    view, for the annotated PGN)."""
+    view, for the annotated PGN). The policies, top moves and played ranks of all records come from one
+    compiled call (`game_arrays.policies`); with `compiled=False`, from numpy per record."""
+    if not compiled:
+        return _raw_records_python(task, out, top)
+    from .game_arrays import policies, uci_codes, uci_names
+
+    names, code_of = uci_names(), uci_codes()
+    moves = task.moves
+    played = np.array([code_of[moves[p - 1]] if p <= len(moves) else -1 for p in task.plies], dtype=np.int64)
+    probs, order, k, played_at, rank = policies(task.rec_start, task.codes, out.logits, played, top)
+    probs, order, codes = probs.tolist(), order.tolist(), task.codes.tolist()
+    k, played_at, rank = k.tolist(), played_at.tolist(), rank.tolist()
+    qs = out.q.tolist()
+    wdls = out.wdl.tolist() if out.wdl is not None else None
+    mlhs = out.mlh.tolist() if out.mlh is not None else None
+    recs = []
+    for i, ply in enumerate(task.plies):
+        row = task.rec_row[i]
+        white = task.white[i]
+        played_uci = moves[ply - 1] if ply <= len(moves) else None
+        top_entries = order[i][:k[i]]
+        policy = {names[codes[j]]: probs[j] for j in top_entries}
+        best = names[codes[top_entries[0]]] if top_entries else None
+        hit = played_at[i]
+        q = qs[row]
+        wdl = list(wdls[row]) if wdls is not None else None
+        after = task.after_row[i]
+        played_score, after_view = None, None
+        if after >= 0:
+            qa = qs[after]
+            played_score = expected_score(-qa)
+            wa = list(wdls[after]) if wdls is not None else None
+            after_view = (qa if not white else -qa, (wa if not white else wa[::-1]) if wa else None, None)
+        elif played_uci is not None and ply == len(moves) and task.final_score is not None:
+            played_score = task.final_score
+            after_view = (0.0, [0.0, 1.0, 0.0], None) if played_score == 0.5 else None
+        recs.append({
+            "game": task.number, "ply": ply, "fen": task.fens[i], "turn": "w" if white else "b",
+            "played": played_uci, "played_san": task.sans[i], "best": best, "q": q, "wdl": wdl,
+            "white_score": expected_score(q if white else -q), "best_score": expected_score(q),
+            "played_score": played_score, "loss": None, "nag": None, "blunder": False,
+            "policy": policy, "mlh": mlhs[row] if mlhs is not None else None,
+            "played_p": probs[hit] if hit >= 0 else None, "played_rank": rank[i] if hit >= 0 else None,
+            "_after": after_view,
+        })
+    return recs
+
+
+def _raw_records_python(task: GameTask, out: RowOutputs, top: int) -> list[dict]:
     from ..encoding.legal_policy import softmax_logits
 
     recs = []
@@ -396,7 +531,7 @@ def finish(task: GameTask, out, cfg: FinishConfig):
 
     if task.error is not None:
         return game_output(task, [], cfg.mode, cfg.want)
-    records = raw_records(task, out, cfg.top) if isinstance(out, RowOutputs) else out
+    records = raw_records(task, out, cfg.top, cfg.compiled) if isinstance(out, RowOutputs) else out
     judge_game(records, cfg.thresholds, cfg.mode)
     result = game_output(task, records, cfg.mode, cfg.want, cfg.annotator, cfg.keep_records)
     if cfg.plot_dir and records and task.kind == "pgn":

@@ -86,6 +86,7 @@ class Outputs:
         if resume and self.sidecar is None:
             raise OutputError("--resume needs a file output (--jsonl, --csv or --pgn-out)")
         state = self._load_state() if resume else None
+        self.resumed = state is not None
         try:
             for kind, path in self.paths.items():
                 if path == "-":
@@ -227,6 +228,21 @@ class Outputs:
                 pass
             except OSError as e:
                 self.note(f"lc0-rocm: cannot remove {path}: {e.strerror or e}")
+
+    def discard(self) -> None:
+        """Close the outputs of a run that never started (its backend failed to open): the files it
+        created, and its sidecar, are removed; a resumed run's are kept as the interrupted run left them."""
+        self.close()
+        if self.resumed or self.last_game:
+            return
+        for kind, path in self.paths.items():
+            if path != "-":
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+        if self.sidecar is not None:
+            self._remove_sidecar()
 
     def close(self, final: bool = True, complete: bool = False) -> None:
         if final and self.files and complete:

@@ -14,6 +14,8 @@ backend is asked for, and the only module outside `lc0_rocm.gpu` that imports it
   and replayed); `graph_precapture` (N: run and capture batch sizes 1..N at start, default 0);
   `buckets` (true/false, default true: a batch runs at the next of a few sizes, 1..8, then steps of
   8 / 32 / 64, so a search meets prepared graphs; `prepare(n)` runs them all once);
+  `parallel_start` (true/false, default true: with several devices, each one's runner is built on its
+  own thread, the GPUs' starts side by side);
   `attention` (auto, simple or t128: the attention kernel; auto = t128 where it applies, simple for head
   depths t128 cannot serve); `vector_ln` (true/false, default true: the 16-byte-access LayerNorm kernel
   where widths allow); `side_stream` (true/false, default true: smolgen runs on a second stream beside
@@ -111,6 +113,7 @@ class RocmBackend(Backend):
         side_stream = bool_option(opts, "side_stream", True)
         gemm_tune = bool_option(opts, "gemm_tune", True)
         buckets = bool_option(opts, "buckets", True)
+        parallel_start = bool_option(opts, "parallel_start", True)
         attention = choice_option(opts, "attention", MHA_VARIANTS, "auto")
         self.network = None
         self._lock = threading.Lock()  # guards close() against a concurrent start of an evaluation
@@ -131,7 +134,7 @@ class RocmBackend(Backend):
             if len(devices) == 1:
                 self.network = GpuNetwork(net, self.device, dtype, self._max_batch, **kw)
             else:
-                self.network = MultiGpuNetwork(net, devices, dtype, self._max_batch, **kw)
+                self.network = MultiGpuNetwork(net, devices, dtype, self._max_batch, parallel_start=parallel_start, **kw)
             if precapture:
                 self.network.warm_up(range(1, min(precapture, self.network.max_batch) + 1), self.mlh)
         except (Lc0RocmError, MemoryError) as e:

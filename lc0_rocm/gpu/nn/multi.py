@@ -1,7 +1,8 @@
 """Several GPUs behind one network, lc0's demux style: a batch is split across the devices.
 
 `MultiGpuNetwork(net, devices, dtype, max_batch, **options)` builds one `GpuNetwork` per device (a
-device may appear twice: two runners on one GPU, each with its own weights, workspace and streams).
+device may appear twice: two runners on one GPU, each with its own weights, workspace and streams),
+each on its own thread (`parallel_start`, default on: the GPUs start side by side).
 `submit(planes)` cuts the batch into near-equal contiguous pieces, one per runner (a batch smaller
 than the number of runners uses as many runners as it has positions, starting where the previous
 small batch stopped), queues each piece on its runner and returns at once; the runners compute
@@ -42,19 +43,42 @@ class MultiPending:
 class MultiGpuNetwork:
     """One network on several devices (or several runners on one device)."""
 
-    def __init__(self, net, devices, dtype: str = "f16", max_batch: int = 1024, **options):
+    def __init__(self, net, devices, dtype: str = "f16", max_batch: int = 1024, parallel_start: bool = True,
+                 **options):
         if not devices:
             raise ValueError("MultiGpuNetwork needs at least one device")
         self.net, self.devices = net, list(devices)
         self.runners: list[GpuNetwork] = []
-        try:
-            for dev in self.devices:
-                self.runners.append(GpuNetwork(net, dev, dtype, max_batch, **options))
-        except Exception:
-            self.close()
-            raise
+        if parallel_start and len(self.devices) > 1:
+            self._start_in_parallel(dtype, max_batch, options)
+        else:
+            try:
+                for dev in self.devices:
+                    self.runners.append(GpuNetwork(net, dev, dtype, max_batch, **options))
+            except Exception:
+                self.close()
+                raise
         self.max_batch = max_batch * len(self.runners)
         self._next = 0
+
+    def _start_in_parallel(self, dtype: str, max_batch: int, options: dict) -> None:
+        """One thread per runner builds it (weights converted and uploaded, kernels compiled, buffers
+        allocated): each GPU's start runs beside the others' instead of after them. A runner makes its
+        device current on its thread and before each enqueue, so building it on another thread is safe;
+        the first failure is raised once every thread is done, the runners built closed."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(self.devices), thread_name_prefix="gpu-start") as pool:
+            futures = [pool.submit(GpuNetwork, self.net, dev, dtype, max_batch, **options) for dev in self.devices]
+        error = None
+        for f in futures:
+            if f.exception() is None:
+                self.runners.append(f.result())
+            elif error is None:
+                error = f.exception()
+        if error is not None:
+            self.close()
+            raise error
 
     def submit(self, planes: PackedPlanes, with_mlh: bool = True, timed: bool = False) -> MultiPending:
         n = len(planes)
