@@ -170,8 +170,8 @@ def test_chess960_and_fen_lines_take_their_paths():
     g = next(g for g, _ in read_games([os.path.join(HERE, "data", "pgn_corpus", "chess960.pgn")]))
     a = prepare(g, cfg)
     assert a.chess960 and a.error is None and a.plies and _diff(a, prepare(g, cfg, compiled=False)) is None
-    for fen in ("4k3/8/8/8/8/8/8/4K2R w K - 40000 20", "4k3/8/8/8/8/8/8/4K2R b K - 7 123456789012345678"):
-        f = RawGame(3, "x", 1, "fen", fen)  # clocks beyond the compiled arrays' range
+    for fen in ("4k3/8/8/8/8/8/8/4K2R w K - 30001 20", "4k3/8/8/8/8/8/8/4K2R b K - 7 1234567890"):
+        f = RawGame(3, "x", 1, "fen", fen)  # beyond the arrays' range, within the search's
         a = prepare(f, cfg)
         assert a.fens == [fen] and _diff(a, prepare(f, cfg, compiled=False)) is None
     f = RawGame(2, "x", 1, "fen", "4k3/8/8/2pP4/8/8/8/4K3 w - c6 0 1")
