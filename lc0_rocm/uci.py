@@ -362,8 +362,7 @@ class UciEngine:
         try:
             fen, moves = parse_position_command(args)
         except UciError as e:
-            self.engine.position = None
-            self.engine.position_error = one_line(e)
+            self.engine.no_position(one_line(e))
             raise
         self.engine.set_position(fen, moves)
 
