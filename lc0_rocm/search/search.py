@@ -634,11 +634,7 @@ class Search:
             return self.stopper.reason or "limit"
         return ""
 
-    # ---- reporting
     # ---- reporting (search/report.py)
-    def _best_edges(self, node: NodeView, count: int, root_level: bool = False) -> list[int]:
-        return rp.best_edges(self, node, count, root_level)
-
     def info_lines(self) -> list[InfoLine]:
         return rp.info_lines(self)
 
@@ -670,21 +666,7 @@ class Search:
 
     def _finish(self) -> None:
         root = self.root
-        best = self._best_edges(root, 1, root_level=True) if root.moves is not None else []
-        if best:
-            i = best[0]
-            self.bestmove = root.moves[i]
-            c = root.children[i]
-            if c is not None and c.n > 0 and c.moves is not None:
-                pb = self._best_edges(c, 1)
-                if pb:
-                    self.pondermove = c.moves[pb[0]]
-        elif root.moves is None or root.n == 0:
-            # Root never expanded (no legal moves, or the search failed before the first evaluation).
-            legal = list(self.board.legal_moves)
-            if self.root_filter:
-                legal = [m for m in legal if m in self.root_filter] or legal
-            self.bestmove = legal[0] if legal else None
+        self.bestmove, self.pondermove = rp.best_and_ponder(self)
         # the reports must not keep the bestmove from the GUI (a net giving NaN makes scores fail)
         try:
             if root.n > 0 and self.on_info is not None:
