@@ -100,9 +100,12 @@ class Engine:
 
             self.options.set("WeightsFile", str(default_net_path()))
 
-    def declared_options(self) -> Optional[tuple]:
-        """The options `uci` lists (None: every declared one; the instamove modes list lc0's few)."""
-        return self.searcher.options
+    def option_declarations(self) -> list[str]:
+        """The `option name ...` lines `uci` lists: every declared option, or the searcher's few (lc0's
+        instamove modes declare only what they read)."""
+        shown = self.searcher.options
+        return [line for line in self.options.declarations()
+                if shown is None or line.split()[2] in shown]  # "option name <Name> type ..."
 
     # ---- options
     def set_option(self, name: str, value) -> tuple[str, object]:
