@@ -19,7 +19,7 @@ from netpaths import WEIGHTS_DIR
 from lc0_rocm.api import Evaluator
 from lc0_rocm.backends.replay import RecordingBackend, ReplayBackend
 from lc0_rocm.backends.rocm import DEFAULT_MAX_BATCH
-from lc0_rocm.engine import MIN_GPU_BATCH, Engine
+from lc0_rocm.engine import MIN_GPU_BATCH, Engine, EngineError
 from lc0_rocm.errors import BackendError, GpuOutOfMemoryError
 from lc0_rocm.search.limits import GoParams
 from lc0_rocm.searchers.first_start import DeferredSearch
@@ -328,3 +328,22 @@ def test_a_clockless_go_searches_once_the_compile_is_done(recording):
     assert said.of("infos") and len(said.of("bestmove")) == 1
     assert max(x.nodes for lines in said.of("infos") for x in lines if not x.comment) == 8
     assert said.of("bestmove")[0] in chess.Board().legal_moves
+
+
+def test_the_searchers_come_from_the_registry():
+    """Each algorithm is a registry entry whose searcher has the whole seam (searchers.base.Searcher);
+    a name not registered is one line, not a default."""
+    import inspect
+
+    from lc0_rocm.searchers import SEARCHERS
+    from lc0_rocm.searchers.base import Searcher
+
+    seam = {name for name, _ in inspect.getmembers(Searcher) if not name.startswith("_")} | {"options", "search"}
+    assert {"start", "ponderhit", "new_game", "prepare", "backend_changed"} <= seam
+    for name in SEARCHERS:
+        e = Engine(Said(), algorithm=name)
+        assert not [m for m in seam if not hasattr(e.searcher, m)], name
+        assert e.search is None and not e.searching
+    assert len(Engine(Said(), algorithm="policyhead").option_declarations()) < len(Engine(Said()).option_declarations())
+    with pytest.raises(EngineError, match="unknown search algorithm 'alphabeta'"):
+        Engine(Said(), algorithm="alphabeta")
