@@ -253,7 +253,8 @@ def test_an_aborted_go_during_the_compile_owes_nothing(recording):
     first = e.search
     e.go(GoParams(movetime=1000))  # aborts the waiting go; a clock: the policy move at once
     assert not first.running
-    assert len(said.of("bestmove")) == 1 and said.of("policy_move") == said.of("bestmove")
+    # the waiting go may have sent its `info` line (the policy move) before the abort
+    assert len(said.of("bestmove")) == 1 and set(said.of("policy_move")) == set(said.of("bestmove"))
 
 
 def test_the_uci_loop_answers_while_a_clockless_go_waits_for_the_compile(recording):
@@ -289,7 +290,8 @@ def test_the_uci_loop_answers_while_a_clockless_go_waits_for_the_compile(recordi
     loop.join(60)
     assert not loop.is_alive()
     lines = out.getvalue().splitlines()
-    assert lines[:2] == ["readyok", "readyok"], lines
+    # both isready answered while the go waited (its `info` lines, sent at once, may come between)
+    assert lines[0] == "readyok" and lines.count("readyok") == 2, lines
     assert lines[-1].startswith("bestmove ") and lines[-2].startswith("info depth 1 seldepth 1 time ")
     board = chess.Board()
     board.push_uci("e2e4")
