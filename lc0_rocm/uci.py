@@ -288,7 +288,7 @@ class UciEngine:
         self.send(f"info depth 1 seldepth 1 time {ms} nodes 1 score cp {cp} pv {_uci(best)}")
 
     def opt(self, name: str):
-        return self.options[name]
+        return self.engine.opt(name)
 
     # ---- the loop
     def run(self) -> int:
@@ -328,10 +328,8 @@ class UciEngine:
     def cmd_uci(self, args: str) -> None:
         self.send(f"id name lc0-rocm {__version__}")
         self.send("id author the lc0-rocm authors (search and nets after The LCZero Authors)")
-        shown = self.engine.declared_options()
-        for line in self.options.declarations():
-            if shown is None or line.split()[2] in shown:  # "option name <Name> type ..."
-                self.send(line)
+        for line in self.engine.option_declarations():
+            self.send(line)
         self.send("uciok")
 
     def cmd_isready(self, args: str) -> None:
@@ -362,8 +360,7 @@ class UciEngine:
         try:
             fen, moves = parse_position_command(args)
         except UciError as e:
-            self.engine.position = None
-            self.engine.position_error = one_line(e)
+            self.engine.no_position(one_line(e))
             raise
         self.engine.set_position(fen, moves)
 

@@ -30,10 +30,11 @@ LAYERS = {
     "backends": 5,
     "search": 6, "api": 6,
     "bench": 7, "instamove": 7,
-    "engine": 8,  # the engine controller: net lifecycle, fault policy, search parameters, start/stop
-    "analyse": 9, "uci": 9,  # uci: the protocol only
-    "commands": 10, "cli": 10,
-    "__init__": 11,  # lc0_rocm's lazy exports
+    "searchers": 8,  # the search algorithms behind the engine (MCTS, instamove) and their registry
+    "engine": 9,  # the engine controller: options, position, net lifecycle, fault policy, go/stop/abort
+    "analyse": 10, "uci": 10,  # uci: the protocol only
+    "commands": 11, "cli": 11,
+    "__init__": 12,  # lc0_rocm's lazy exports
 }
 GPU_IMPORTERS = ("backends.rocm",)  # the only modules outside gpu/ that may import it
 # Known upward imports, each with its reason; the list only shrinks.

@@ -27,7 +27,7 @@ import pytest
 from netpaths import COMMITTED_NETS, MAIA_NETS, require_shared
 
 from lc0_rocm.errors import NetFormatError
-from lc0_rocm.net import codec, loader
+from lc0_rocm.net import codec, loader, netfile
 from lc0_rocm.api import load_net  # with the start-position proof
 from lc0_rocm.net.make_net import make_net
 from lc0_rocm.net.writer import iter_layers, write_net
@@ -227,17 +227,17 @@ def test_gzip_bomb_rejected_early_and_small(tmp_path):
 def test_decompressed_size_cap(tmp_path):
     p = _bomb(tmp_path, 8 << 20)
     with pytest.raises(NetFormatError, match=r"decompressed size exceeds 4 MiB"):
-        loader._gunzip(p.read_bytes(), p.name, max_bytes=4 << 20)
-    assert len(loader._gunzip(p.read_bytes(), p.name)) > 8 << 20  # under the real caps it is plain data
+        netfile._gunzip(p.read_bytes(), p.name, max_bytes=4 << 20)
+    assert len(netfile._gunzip(p.read_bytes(), p.name)) > 8 << 20  # under the real caps it is plain data
 
 
 def test_multi_member_gzip_and_trailing_garbage(tmp_path):
     raw = gzip.decompress(COMMITTED_NETS[0].read_bytes())
     half = len(raw) // 2
     two = gzip.compress(raw[:half]) + gzip.compress(raw[half:])
-    assert loader._gunzip(two, "x") == raw
+    assert netfile._gunzip(two, "x") == raw
     with pytest.raises(NetFormatError, match=r"trailing garbage"):
-        loader._gunzip(gzip.compress(raw) + b"junk", "x")
+        netfile._gunzip(gzip.compress(raw) + b"junk", "x")
 
 
 @pytest.mark.parametrize("path", COMMITTED_NETS, ids=lambda p: p.name)

@@ -1,5 +1,5 @@
 """A weights path that is an endless stream (/dev/zero, a FIFO) is read up to the limit, never without
-bound: the read stops at `loader.MAX_NET_BYTES` (injected smaller here, to keep the test's memory
+bound: the read stops at `netfile.MAX_NET_BYTES` (injected smaller here, to keep the test's memory
 small), or earlier where the bytes cannot be a gzip stream or a protobuf message (/dev/zero: at its
 first byte). Every surface (the API, the UCI engine, validate, analyse) gives one clear line."""
 
@@ -20,7 +20,7 @@ from netpaths import WEIGHTS_DIR
 
 from lc0_rocm.cli import main
 from lc0_rocm.errors import NetFormatError
-from lc0_rocm.net import loader
+from lc0_rocm.net import netfile
 
 LIMIT = 4 << 20  # the limit these tests inject instead of the real 2 GiB
 ZERO = Path("/dev/zero")
@@ -74,7 +74,7 @@ def test_a_fifo_is_read_up_to_the_limit(tmp_path, chunks):
     path, feeder = _fifo_fed(tmp_path, chunks(), stop_after=4 * LIMIT)
     t0 = time.monotonic()
     with pytest.raises(NetFormatError, match=r"^net\.fifo: .*4 MiB"):
-        loader.read_net_bytes(path, max_bytes=LIMIT)
+        netfile.read_net_bytes(path, max_bytes=LIMIT)
     feeder.join(30)
     assert not feeder.is_alive() and time.monotonic() - t0 < 30
 
@@ -82,7 +82,7 @@ def test_a_fifo_is_read_up_to_the_limit(tmp_path, chunks):
 def test_dev_zero_stops_at_its_first_bytes():
     t0 = time.monotonic()
     with pytest.raises(NetFormatError, match=r"^zero: not an Lc0 network \(no protobuf field at byte 0\)$"):
-        loader.read_net_bytes(ZERO)  # the real limit: the structure stops it, not the size
+        netfile.read_net_bytes(ZERO)  # the real limit: the structure stops it, not the size
     assert time.monotonic() - t0 < 5
 
 
@@ -91,7 +91,7 @@ def test_a_real_net_still_reads_from_a_fifo(tmp_path):
     net = WEIGHTS_DIR / "se-classical-small.pb.gz"
     data = net.read_bytes()
     path, feeder = _fifo_fed(tmp_path, iter([data]), stop_after=len(data))
-    assert loader.read_net_bytes(path) == gzip.decompress(data)
+    assert netfile.read_net_bytes(path) == gzip.decompress(data)
     feeder.join(10)
 
 

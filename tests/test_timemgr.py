@@ -546,7 +546,7 @@ def test_the_engine_keeps_its_own_latency_back_on_top_of_move_overhead():
         engine.options.set("TimeManager", spec)
         for overhead in (0, 200):
             engine.options.set("MoveOverheadMs", overhead)
-            tm = engine.engine.time_manager()
+            tm = engine.engine.searcher.time_manager()
             for wtime in (400, 1000, 5000):
                 tm.new_game()
                 lim = tm.limits(GoParams(wtime=wtime, btime=wtime), 120, False)

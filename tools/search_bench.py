@@ -75,22 +75,17 @@ THREADS = 0  # lc0's Threads for the in-process searches (--threads)
 
 def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipeline: bool = True):
     """One `go nodes N` from `position` with a fresh tree and NN cache: (search, wall seconds)."""
-    from lc0_rocm.encoding.position import parse_position
-    from lc0_rocm.engine import search_params_from
     from lc0_rocm.search.evaluator import NNEvaluator
-    from lc0_rocm.search.search import Search
-    from lc0_rocm.search.tree import NodeTree
+    from lc0_rocm.search.factory import GamePosition, new_search
     from lc0_rocm.search.limits import SearchLimits
+    from lc0_rocm.search.params import params_from_settings
 
     fen, moves = position
     ev = NNEvaluator(backend, net.input_format)
-    h = parse_position(fen, moves)
-    tree = NodeTree()
-    tree.set_position(fen or "startpos", list(moves), h.last)
-    params = search_params_from({"MinibatchSize": minibatch, "SmartPruningFactor": 0,
+    position = GamePosition.parse(fen, moves)
+    params = params_from_settings({"MinibatchSize": minibatch, "SmartPruningFactor": 0,
                                  "Threads": THREADS if pipeline else 1})  # Threads 1: no pipelining
-    s = Search(tree, h.board, h.first, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl,
-               has_mlh=net.has_moves_left)
+    s = new_search(position, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl, has_mlh=net.has_moves_left)
     t0 = time.perf_counter()
     s.run()
     dt = time.perf_counter() - t0

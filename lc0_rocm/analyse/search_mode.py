@@ -23,8 +23,8 @@ class GameSearcher:
     """Searches the positions of games with one backend (one NN cache for the whole run)."""
 
     def __init__(self, evaluator, nodes: int, minibatch: int = 0, cache_size: int = 200_000):
-        from ..engine import search_params_from
         from ..search.evaluator import NNEvaluator
+        from ..search.params import params_from_settings
         from ..search.warmup import warm_up
 
         self.api = evaluator
@@ -32,7 +32,7 @@ class GameSearcher:
         net = evaluator.net
         self.has_wdl, self.has_mlh = bool(net.has_wdl), bool(net.has_moves_left)
         self.nn = NNEvaluator(evaluator.backend, net.input_format, cache_size)
-        self.params = search_params_from({"MinibatchSize": minibatch, "SmartPruningFactor": 0, "Threads": 1})
+        self.params = params_from_settings({"MinibatchSize": minibatch, "SmartPruningFactor": 0, "Threads": 1})
         warm_up(self.nn, self.has_wdl, self.has_mlh, minibatch)
 
     def close(self) -> None:
@@ -46,19 +46,18 @@ class GameSearcher:
         if not task.plies:
             return []
         tree = NodeTree()
-        start_key = f"{task.start_fen or 'startpos'}|{task.chess960}"
         h = parse_position(task.start_fen, [])
         want = set(task.plies)
         out = []
         for ply in range(1, task.plies[-1] + 1):
             if ply in want:
-                out.append(self._position(task, ply, tree, start_key, h, len(out)))
+                out.append(self._position(task, ply, tree, h, len(out)))
             if ply <= len(task.moves):
                 h = h.push(chess.Move.from_uci(task.moves[ply - 1]))
         return out
 
-    def _position(self, task, ply: int, tree, start_key: str, h, i: int) -> dict:
-        from ..search.search import Search
+    def _position(self, task, ply: int, tree, h, i: int) -> dict:
+        from ..search.factory import GamePosition, new_search
         from ..search.limits import SearchLimits
 
         moves = task.moves[: ply - 1]
@@ -73,9 +72,9 @@ class GameSearcher:
                        white_score=expected_score(q if white else -q), best_score=expected_score(q),
                        played_score=None, nodes=0, pv=[], cp=None, mate=0 if q < 0 else None)
             return rec
-        tree.set_position(start_key, list(moves), h.last, chess960=task.chess960)
-        s = Search(tree, board, h.first, self.nn, self.params, SearchLimits(nodes=self.nodes),
-                   has_wdl=self.has_wdl, has_mlh=self.has_mlh, game_board=board)
+        position = GamePosition(h, list(moves), task.start_fen, task.chess960, board)
+        s = new_search(position, self.nn, self.params, SearchLimits(nodes=self.nodes), tree, has_wdl=self.has_wdl,
+                       has_mlh=self.has_mlh)
         s.run()
         if s.error is not None:
             raise s.error

@@ -149,9 +149,8 @@ def run_positions(engine, positions: list, bench: BenchSettings, out) -> int:
     """Search each (text, fen, moves, History) as lc0's Benchmark::Run does and print its report."""
     import chess
 
-    from ..search.search import Search
+    from ..search.factory import GamePosition, new_search
     from ..search.limits import NODE_LIMIT_MAX, GoParams, SearchLimits
-    from ..search.tree import NodeTree
 
     def say(line: str) -> None:
         out.write(line + "\n")
@@ -160,18 +159,16 @@ def run_positions(engine, positions: list, bench: BenchSettings, out) -> int:
     total_ms, total_playouts = 0, 0
     for k, (text, fen, moves, history) in enumerate(positions, 1):
         say(f"\nPosition: {k}/{len(positions)} {text}")
-        board = history.board.copy(stack=False)
-        params = dataclasses.replace(engine.search_params(GoParams(), board.turn == chess.BLACK),
+        position = GamePosition(history, moves, fen)
+        params = dataclasses.replace(engine.search_params(GoParams(), position.board.turn == chess.BLACK),
                                      smart_pruning_factor=0.0)
         limits = SearchLimits(deadline_ms=float(bench.movetime) if bench.movetime >= 0 else None,
                               nodes=bench.nodes if bench.nodes >= 0 else NODE_LIMIT_MAX)
-        tree = NodeTree()
-        tree.set_position(fen, moves, history.last)
         start = time.monotonic()
-        search = Search(tree, board, history.first, engine.evaluator, params, limits,
-                        has_wdl=engine.net.has_wdl, has_mlh=engine.net.has_moves_left,
-                        on_info=lambda lines: [say(benchmark_line(x)) for x in lines[:1] if not x.comment],
-                        on_bestmove=lambda best, ponder: say(f"bestmove {best.uci() if best else '(none)'}"))
+        search = new_search(position, engine.evaluator, params, limits, has_wdl=engine.net.has_wdl,
+                            has_mlh=engine.net.has_moves_left,
+                            on_info=lambda lines: [say(benchmark_line(x)) for x in lines[:1] if not x.comment],
+                            on_bestmove=lambda best, ponder: say(f"bestmove {best.uci() if best else '(none)'}"))
         search.run()
         if search.error is not None:
             raise search.error

@@ -261,26 +261,24 @@ def search_bestmoves(backend, net, boards, nodes: int, minibatch: int, step=lamb
     deterministic settings: a fresh tree and NN cache per position, no smart pruning; `step(done)`
     after each board."""
     from ..encoding.history import History
-    from ..engine import search_params_from
     from ..search.evaluator import NNEvaluator
-    from ..search.search import Search
-    from ..search.tree import NodeTree
+    from ..search.factory import GamePosition, new_search
     from ..search.limits import SearchLimits
+    from ..search.params import params_from_settings
 
-    params = search_params_from({"MinibatchSize": minibatch, "SmartPruningFactor": 0})
+    params = params_from_settings({"MinibatchSize": minibatch, "SmartPruningFactor": 0})
     result = []
     for board in boards:
         if not any(board.generate_legal_moves()):
             result.append(None)
             step(len(result))
             continue
-        h = History.from_board(board)
-        tree = NodeTree()
-        tree.set_position(board.root().fen(), [m.uci() for m in board.move_stack], h.last, chess960=board.chess960)
+        position = GamePosition(History.from_board(board), [m.uci() for m in board.move_stack],
+                                board.root().fen(), board.chess960, board)
         ev = NNEvaluator(backend, net.input_format)
         try:
-            s = Search(tree, board, h.first, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl,
-                       has_mlh=net.has_moves_left)
+            s = new_search(position, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl,
+                           has_mlh=net.has_moves_left)
             s.run()
         finally:
             ev.close()

@@ -18,12 +18,14 @@ from typing import Optional
 import numpy as np
 
 from ..encoding.planes import FILL_CODES
+from ..engine_options import Options
 from ..engine_options import default as _d
 from .core.packed_params import (P_CACHE_HISTORY, P_CONTEMPT_BLACK, P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_DRAW_SCORE,
                                  P_EXACT_LIMIT, P_FILL, P_FPU, P_FPU_ABSOLUTE, P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT,
                                  P_INPUT_FORMAT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC, P_ML_SCALED, P_ML_SLOPE,
                                  P_ML_THRESHOLD, P_MLH, P_OUT_OF_ORDER, P_SIZE, P_STICKY, P_TB_PIECES, P_TEMPERATURE,
                                  P_TWO_FOLD, P_WDL_DIFF, P_WDL_MAX_S, P_WDL_RATIO)
+from .limits import GoParams
 
 GPU_MINIBATCH = 256  # lc0's default MinibatchSize for a GPU backend (its backend's preferred batch)
 CPU_MINIBATCH = 16
@@ -226,3 +228,65 @@ def wdl_rescale_params(contempt: float, draw_rate_target: float = 0.0, draw_rate
     mu_opp = -ln10_200 * scale_zero * elo_slope * _f(math.log(_f(1) + _f(math.exp(-elo_opp / elo_slope + offset)) / scale_zero))
     diff = _f(1) / (scale_reference * scale_reference) * (mu_active - mu_opp) * _f(attenuation)
     return float(ratio), float(diff)
+
+
+def params_from_options(options: Options, go: Optional[GoParams] = None, black_to_move: bool = False) -> SearchParams:
+    """SearchParams from the engine's options (lc0's `SearchParams` constructor reads its OptionsDict):
+    lc0's BaseSearchParams, the contempt (WDL rescaling) and the side it favours in this `go`."""
+    go = go if go is not None else GoParams()
+    o = options.__getitem__
+    contempt = contempt_value(o("UCI_Opponent"), o("Contempt"), o("UCI_RatingAdv"))
+    ratio, diff = wdl_rescale_params(
+        contempt, draw_rate_target=o("WDLDrawRateTarget"), draw_rate_reference=o("WDLDrawRateReference"),
+        book_exit_bias=o("WDLBookExitBias"), contempt_max=o("ContemptMaxValue"),
+        attenuation=o("WDLContemptAttenuation"), calibration_elo=o("WDLCalibrationElo"))
+    at_root = o("FpuStrategyAtRoot")
+    return SearchParams(
+        cpuct=o("CPuct"), cpuct_base=o("CPuctBase"), cpuct_factor=o("CPuctFactor"),
+        fpu_value=o("FpuValue"), fpu_absolute=o("FpuStrategy") == "absolute",
+        fpu_value_at_root=None if at_root == "same" else o("FpuValueAtRoot"),
+        fpu_absolute_at_root=None if at_root == "same" else at_root == "absolute",
+        policy_temperature=o("PolicyTemperature"), minibatch_size=o("MinibatchSize"),
+        max_collision_visits=o("MaxCollisionVisits"),
+        max_collision_visits_scaling_start=o("MaxCollisionVisitsScalingStart"),
+        max_collision_visits_scaling_end=o("MaxCollisionVisitsScalingEnd"),
+        max_collision_visits_scaling_power=o("MaxCollisionVisitsScalingPower"),
+        max_out_of_order_factor=o("MaxOutOfOrderEvalsFactor"), out_of_order_eval=o("OutOfOrderEval"),
+        smart_pruning_factor=o("SmartPruningFactor"),
+        smart_pruning_minimum_batches=o("SmartPruningMinimumBatches"),
+        two_fold_draws=o("TwoFoldDraws"), sticky_endgames=o("StickyEndgames"),
+        pipeline=o("Threads") != 1, threads=o("Threads"), multipv=o("MultiPV"), per_pv_counters=o("PerPVCounters"),
+        moves_left_max_effect=o("MovesLeftMaxEffect"), moves_left_threshold=o("MovesLeftThreshold"),
+        moves_left_slope=o("MovesLeftSlope"), moves_left_constant_factor=o("MovesLeftConstantFactor"),
+        moves_left_scaled_factor=o("MovesLeftScaledFactor"),
+        moves_left_quadratic_factor=o("MovesLeftQuadraticFactor"),
+        draw_score=o("DrawScore"), wdl_rescale_ratio=ratio, wdl_rescale_diff=diff, wdl_max_s=o("WDLMaxS"),
+        wdl_eval_objectivity=o("WDLEvalObjectivity"),
+        contempt_mode=contempt_mode(o("ContemptMode"), go, black_to_move),
+        syzygy_fast_play=o("SyzygyFastPlay"), nps_limit=o("NodesPerSecondLimit"),
+        ram_limit_mb=o("RamLimitMb"), solid_tree_threshold=o("SolidTreeThreshold"),
+    )
+
+
+def params_from_settings(settings: dict, go: Optional[GoParams] = None, black_to_move: bool = False) -> SearchParams:
+    """SearchParams of the engine's defaults with `settings` ({option name: value}, engine_options'
+    names and parser) applied: how tools and analyse build their searches, e.g.
+    `{"MinibatchSize": 32, "SmartPruningFactor": 0, "Threads": 1}`. OptionError on a bad one."""
+    options = Options()
+    for name, value in settings.items():
+        options.set(name, value)
+    return params_from_options(options, go, black_to_move)
+
+
+def contempt_mode(mode: str, go: GoParams, black_to_move: bool) -> str:
+    """The side contempt favours in this search: "white", "black" or "none" (lc0's Search
+    constructor: "play" means the side to move, the other side when pondering, none when infinite)."""
+    if mode == "disable":
+        return "none"
+    if mode == "white_side_analysis":
+        return "white"
+    if mode == "black_side_analysis":
+        return "black"
+    if go.infinite:
+        return "none"
+    return "black" if black_to_move != bool(go.ponder) else "white"

@@ -75,6 +75,25 @@ def best_edges(s, node: NodeView, count: int, root_level: bool = False) -> list[
     return sorted(idxs, key=functools.cmp_to_key(cmp))[:count]
 
 
+def best_and_ponder(s) -> tuple[Optional[chess.Move], Optional[chess.Move]]:
+    """The move the search plays and the reply it expects (None when unknown): the best root edge
+    and that child's best edge; a root never expanded (no legal move, or the search failed before
+    the first evaluation) plays its first legal move (of the root filter's, when it has some)."""
+    root = s.root
+    best = best_edges(s, root, 1, root_level=True) if root.moves is not None else []
+    if best:
+        i = best[0]
+        c = root.children[i]
+        pb = best_edges(s, c, 1) if c is not None and c.n > 0 and c.moves is not None else []
+        return root.moves[i], (c.moves[pb[0]] if pb else None)
+    if root.moves is None or root.n == 0:
+        legal = list(s.board.legal_moves)
+        if s.root_filter:
+            legal = [m for m in legal if m in s.root_filter] or legal
+        return (legal[0] if legal else None), None
+    return None, None
+
+
 def edge_info(s, i: int) -> EdgeInfo:
     t = s.tree.arrays
     row = s._root_row()

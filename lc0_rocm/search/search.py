@@ -60,7 +60,8 @@ _NO_OUTPUTS = NetOutputs(policy=np.zeros((0, POLICY_SIZE), np.float32), q=np.zer
 
 
 class Search:
-    """One search from the root of `tree`; `run()` blocks, `start()` runs it in a thread."""
+    """One search from the root of `tree`; `run()` blocks, `start()` runs it in a thread. Built by
+    search/factory.py's `new_search`."""
 
     def __init__(self, tree: NodeTree, root_board: chess.Board, first_state: PositionState,
                  evaluator: NNEvaluator, params: SearchParams, limits: SearchLimits,
@@ -70,7 +71,7 @@ class Search:
                  on_bestmove: Optional[Callable[[Optional[chess.Move], Optional[chess.Move]], None]] = None,
                  on_stats: Optional[Callable[[list[str]], None]] = None,
                  verbose_stats: bool = False, score_type: str = sc.DEFAULT_SCORE_TYPE, tablebases=None,
-                 game_board: Optional[chess.Board] = None):
+                 game_board: Optional[chess.Board] = None, origin: Optional[float] = None):
         self.tree = tree
         self.board = root_board.copy(stack=False)
         self.first_state = first_state
@@ -109,7 +110,8 @@ class Search:
         self._lanes: list[Lane] = []  # several search threads sharing the tree (see _run_lanes)
         self._thread: Optional[threading.Thread] = None
         self.start_time = time.monotonic()
-        self.limits_origin = self.start_time
+        # the time limits count from `origin` (when the `go` came), not from the search's start
+        self.limits_origin = self.start_time if origin is None else min(self.start_time, origin)
         self.first_batch_time: Optional[float] = None
         self._initial_visits = self.root.n
         self.gathers_while_evaluating = 0
@@ -632,11 +634,7 @@ class Search:
             return self.stopper.reason or "limit"
         return ""
 
-    # ---- reporting
     # ---- reporting (search/report.py)
-    def _best_edges(self, node: NodeView, count: int, root_level: bool = False) -> list[int]:
-        return rp.best_edges(self, node, count, root_level)
-
     def info_lines(self) -> list[InfoLine]:
         return rp.info_lines(self)
 
@@ -668,21 +666,7 @@ class Search:
 
     def _finish(self) -> None:
         root = self.root
-        best = self._best_edges(root, 1, root_level=True) if root.moves is not None else []
-        if best:
-            i = best[0]
-            self.bestmove = root.moves[i]
-            c = root.children[i]
-            if c is not None and c.n > 0 and c.moves is not None:
-                pb = self._best_edges(c, 1)
-                if pb:
-                    self.pondermove = c.moves[pb[0]]
-        elif root.moves is None or root.n == 0:
-            # Root never expanded (no legal moves, or the search failed before the first evaluation).
-            legal = list(self.board.legal_moves)
-            if self.root_filter:
-                legal = [m for m in legal if m in self.root_filter] or legal
-            self.bestmove = legal[0] if legal else None
+        self.bestmove, self.pondermove = rp.best_and_ponder(self)
         # the reports must not keep the bestmove from the GUI (a net giving NaN makes scores fail)
         try:
             if root.n > 0 and self.on_info is not None:

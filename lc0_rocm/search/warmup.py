@@ -9,9 +9,9 @@ from .core import pick as pk
 from .core import shared_worker as sw
 from .core import spinlock
 from .evaluator import NNEvaluator
+from .factory import GamePosition, new_search
 from .limits import SearchLimits
 from .params import SearchParams, suggested_minibatch
-from .search import Search
 from .tree import NodeTree
 
 
@@ -26,8 +26,6 @@ def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False,
     point runs once with the types a real search uses (compiles the search, one to two minutes on a
     first start, or loads it from the disk cache). Uses its own tree and NN cache; the backend
     evaluates a few positions."""
-    from ..encoding.position import parse_position
-
     prepare_backend(evaluator, minibatch)
 
     ev = NNEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
@@ -38,13 +36,12 @@ def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False,
         moves: list = []
         for _ in range(2):  # the second one reuses the tree (its root is the first one's best move,
             # which was visited): the subtree copy compiles here, not during a game's first timed move
-            h = parse_position(None, moves)
-            tree.set_position("startpos", moves, h.last)
+            position = GamePosition.parse(None, moves)
             # the second search with two threads: the shared tree's entry points compile here too
             params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0, threads=2 if moves else 0)
-            s = Search(tree, h.board, h.first, ev, params, SearchLimits(nodes=24), has_wdl=has_wdl,
-                       has_mlh=has_mlh, searchmoves=list(h.board.legal_moves)[:3], verbose_stats=True,
-                       on_info=lambda lines: None, on_stats=lambda lines: None)
+            s = new_search(position, ev, params, SearchLimits(nodes=24), tree, has_wdl=has_wdl, has_mlh=has_mlh,
+                           searchmoves=list(position.board.legal_moves)[:3], verbose_stats=True,
+                           on_info=lambda lines: None, on_stats=lambda lines: None)
             s.run()
             if s.error is not None:
                 raise s.error
