@@ -22,13 +22,12 @@ import numpy as np
 
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from ..encoding.packed import PackedPlanes
+from ..encoding.planes import INPUT_FORMATS
 from ..errors import BackendError
 from ..jit import jit, jit_alloc
 from ..net.description import NetDescription
 from .base import Backend
 from .options import bool_option, int_option
-
-INPUT_FORMATS = (1, 2, 3, 4, 5, 132, 133)  # lc0's InputFormat values the encoder knows
 
 _K = np.uint64(0x299799ADF0D95DEF)
 _M1, _A1 = np.uint64(0xFAD0D7F2FBB059F1), np.uint64(0xBAAD41CDCB839961)

@@ -23,20 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engine_options import SCORE_TYPES
 from .core.fastmath import wdl_rescale
 
 F32 = np.float32
 
-SCORE_TYPES = (
-    "centipawn",
-    "centipawn_with_drawscore",
-    "centipawn_2019",
-    "centipawn_2018",
-    "win_percentage",
-    "Q",
-    "W-L",
-    "WDL_mu",
-)
 DEFAULT_SCORE_TYPE = "WDL_mu"
 WDL_MAX_S = 1.4  # lc0's WDLMaxS default
 _CP_FALLBACK_THRESHOLD = F32(0.996)

@@ -53,7 +53,6 @@ DEFAULT_MOVE_OVERHEAD_MS = 200
 # 2-core VM, bestmove 75 ms past the deadline at the median, 145 ms at p90, 184 ms at most (lc0: 97,
 # 244, 307 ms); with 200 ms alone lc0-rocm lost 3 of 8 games on time at 1+0, lc0 none.
 ENGINE_LATENCY_MS = 150
-ENGINE_LATENCY_MS = 150
 DEFAULT_TIME_MANAGER = "legacy"
 TIME_MANAGER_NAMES = ("legacy", "smooth", "alphazero", "simple")
 
