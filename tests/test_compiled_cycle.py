@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from lc0_rocm.backends.compiled_eval import evaluate, new_outputs
+from lc0_rocm.backends.compiled_eval import evaluate, every_index, new_outputs
 from lc0_rocm.backends.factory import create_backend
 from lc0_rocm.encoding.planes import encode_positions
 from lc0_rocm.encoding.position import parse_position
@@ -106,14 +106,29 @@ def test_the_compiled_dispatch_is_the_backends_evaluation(backend, options):
     boards = [parse_position(None, []), parse_position(None, ["e2e4", "c7c5"]),
               parse_position("8/5pk1/6p1/3R4/8/6P1/5PK1/2r5 b - - 4 40", [])]
     planes = encode_positions(boards, b.net.input_format)
-    want = b.evaluate(planes)
+    want_out = b.evaluate(planes)
     entry = b.compiled_eval()
     policy, q, d = new_outputs(entry, 8)
     masks = np.zeros((8, planes.masks.shape[1]), np.uint64)
     values = np.ones((8, planes.values.shape[1]), np.float32)
     masks[:3], values[:3] = planes.masks, planes.values
-    evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, policy, q, d)
-    assert np.array_equal(policy[:3], want.policy) and np.array_equal(q[:3], want.q) and np.array_equal(d[:3], want.d)
+    want, nwant = every_index(8)
+    evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d)
+    assert np.array_equal(policy[:3], want_out.policy) and np.array_equal(q[:3], want_out.q)
+    assert np.array_equal(d[:3], want_out.d)
+    # the search threads ask for a few indices a position (its legal moves'): those exactly, the rest untouched
+    policy, q, d = new_outputs(entry, 8)
+    untouched = policy.copy()
+    rng = np.random.default_rng(1)
+    want = rng.integers(0, policy.shape[1], size=(8, 40)).astype(np.int32)
+    nwant = np.array([40, 0, 17, 0, 0, 0, 0, 0], np.int32)
+    evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d)
+    asked = np.zeros(policy.shape, bool)
+    for j in range(3):
+        asked[j, want[j, :nwant[j]]] = True
+    assert np.array_equal(policy[:3][asked[:3]], want_out.policy[asked[:3]])
+    assert np.array_equal(policy[~asked], untouched[~asked])
+    assert np.array_equal(q[:3], want_out.q) and np.array_equal(d[:3], want_out.d)
 
 
 def test_the_compiled_collision_budget_is_the_searchs():

@@ -45,15 +45,17 @@ def new_outputs(entry: CompiledEval, rows: int) -> tuple[np.ndarray, np.ndarray,
 
 
 @jit
-def evaluate(kind, ints, words, floats, masks, values, n, policy, q, d):
-    """The first `n` positions of masks/values [*, 112] into policy, q, d with the kernel of `kind`."""
+def evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q, d):
+    """The first `n` positions of masks/values [*, 112] into policy, q, d with the kernel of `kind`.
+    Position j's policy is needed at the indices want[j, :nwant[j]] only (its legal moves: lc0's
+    backends compute a logit when the search asks for it), at every index where nwant[j] < 0."""
     if kind == KIND_RANDOM:
         if ints[1] != 0:  # uniform: the policy row is fixed (CompiledEval.policy_row)
             for j in range(n):
                 q[j] = 0.0
                 d[j] = 0.0
         else:
-            random_fill(masks, values, n, np.uint64(ints[0]), words, policy, q, d)
+            random_fill(masks, values, n, np.uint64(ints[0]), words, want, nwant, policy, q, d)
     elif kind == KIND_TRIVIAL:
         trivial_fill(masks, n, floats, q)
         for j in range(n):
@@ -104,10 +106,15 @@ def policy_hashes():
     return hm
 
 
+def every_index(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """`want`, `nwant` for `n` positions whose whole policy is needed."""
+    return np.zeros((1, 1), np.int32), np.full(max(1, n), -1, np.int32)
+
+
 @jit
-def random_fill(masks, values, n, seed, hm, policy, q, d):
+def random_fill(masks, values, n, seed, hm, want, nwant, policy, q, d):
     """lc0's random outputs of the first `n` positions into policy [*, 1858], q, d (float32); `hm`:
-    `policy_hashes()`."""
+    `policy_hashes()`; the policy at want[j, :nwant[j]] only, or everywhere (nwant[j] < 0)."""
     a = np.float32(3.0) / np.float32(10000.0)
     bits = values.view(np.uint32)  # lc0 hashes the planes' values as their IEEE bits
     for j in range(n):
@@ -122,8 +129,13 @@ def random_fill(masks, values, n, seed, hm, policy, q, d):
         d[j] = np.float32(np.float64(max_d * np.float32(x)) / 10000.0)
         g = _K + _hash(h)
         c = (g << np.uint64(6)) + (g >> np.uint64(2))
-        for i in range(POLICY_SIZE):
-            policy[j, i] = np.float32(np.int32(_mod10000(g ^ (hm[i] + c)))) * a
+        if nwant[j] < 0:
+            for i in range(POLICY_SIZE):
+                policy[j, i] = np.float32(np.int32(_mod10000(g ^ (hm[i] + c)))) * a
+        else:
+            for k in range(nwant[j]):
+                i = want[j, k]
+                policy[j, i] = np.float32(np.int32(_mod10000(g ^ (hm[i] + c)))) * a
 
 
 # ---- lc0's trivial backend

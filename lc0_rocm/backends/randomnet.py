@@ -9,8 +9,8 @@ with `seed`; Q = (hash mod 200000 - 100000) / 100000, D = (1 - |Q|) * (HashCat(h
 lc0's: `seed` (0), `uniform` (false: true gives Q = D = 0 and equal logits), `delay` (ms slept per
 batch, 0), `input_mode` (the input format, default 1 = classical 112 planes, whatever the net's).
 The outputs are WDL without moves-left, as lc0's network declares. The hashing is compiled (backends/compiled_eval.py,
-GIL released): all 1858 logits of every position, some 3-4 µs a position on one core (lc0 hashes only
-the legal moves' logits, when its search asks for them).
+GIL released): here all 1858 logits of every position, some 3-4 µs a position on one core; the search
+threads' compiled cycle asks only for the legal moves' logits, as lc0's search does.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..encoding.packed import PackedPlanes
 from ..errors import BackendError
 from ..net.description import NetDescription
 from .base import Backend
-from .compiled_eval import KIND_RANDOM, CompiledEval, policy_hashes, random_fill
+from .compiled_eval import KIND_RANDOM, CompiledEval, every_index, policy_hashes, random_fill
 from .options import bool_option, int_option
 
 INPUT_FORMATS = (1, 2, 3, 4, 5, 132, 133)  # lc0's InputFormat values the encoder knows
@@ -79,7 +79,8 @@ class RandomBackend(Backend):
             q.fill(0.0)
             d.fill(0.0)
         elif n:
+            want, nwant = every_index(n)
             random_fill(np.ascontiguousarray(planes.masks, np.uint64), np.ascontiguousarray(planes.values, np.float32),
-                        n, np.uint64(self.seed), self._hm, policy, q, d)
+                        n, np.uint64(self.seed), self._hm, want, nwant, policy, q, d)
         wdl = np.stack([(1 + q - d) / 2, d, (1 - q - d) / 2], axis=1).astype(np.float32)
         return NetOutputs(policy=policy, wdl=wdl, q=q, d=d, mlh=None)

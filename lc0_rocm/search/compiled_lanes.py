@@ -55,6 +55,8 @@ class CompiledLanes:
         self.search = search
         self.entry = entry
         self.outputs = [new_outputs(entry, search.minibatch) for _ in search._lanes]
+        self.wanted = [(np.zeros((search.minibatch, bt.MAX_MOVES), np.int32), np.zeros(search.minibatch, np.int32))
+                       for _ in search._lanes]
         self.ctl = np.zeros(cy.CTL_SIZE, np.float64)
         self.room = np.zeros(cy.ROOM_SIZE, np.int64)
         self.wake = threading.Event()
@@ -94,6 +96,7 @@ class CompiledLanes:
         s = self.search
         lane = s._lanes[k]
         policy, q, d = self.outputs[k]
+        want, nwant = self.wanted[k]
         e = self.entry
         allowed, use_allowed = s._root_allowed()
         try:
@@ -103,7 +106,7 @@ class CompiledLanes:
                                      allowed, use_allowed, self.ctl, s.minibatch, s._max_ooo,
                                      int(min(s.limits.nodes, 2**62)), s._stop_flag, lane.work, lane.apply_work,
                                      s._edge_n, s._report, s._lock_word, s._cache_lock, s.ev.index_tables, e.kind,
-                                     e.ints, e.words, e.floats, policy, q, d, self.room)
+                                     e.ints, e.words, e.floats, want, nwant, policy, q, d, self.room)
                 self.returns[rc] += 1
                 if rc == cy.RC_STOP:
                     return

@@ -63,11 +63,24 @@ def has_room(t, c, room):
 
 
 @jit
+def policy_wanted(b, count, idx_tab, want, nwant):
+    """The policy indices row j's expansion reads (`backup.priors`: its legal moves') into
+    want[j, :nwant[j]]."""
+    for j in range(count):
+        row = b.black[j] * 8 + b.transform[j]
+        m = b.ncodes[j]
+        nwant[j] = m
+        for k in range(m):
+            want[j, k] = idx_tab[row, b.codes[j, k]]
+
+
+@jit
 def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, node_limit, stop, w, w2, edge_n,
-             rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, policy, q, d, room):
+             rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, want, nwant, policy, q, d, room):
     """Batches of one search thread on the shared tree until it must return (see the module docstring);
     returns the RC_* code. `policy`, `q`, `d`: the thread's output buffers for `evaluate` (kind,
-    ev_*: the backend's CompiledEval)."""
+    ev_*: the backend's CompiledEval), `want`/`nwant` [rows, MAX_MOVES]/[rows] its scratch for the
+    policy indices the expansion reads."""
     root = t.meta[M_ROOT]
     exact = p[P_EXACT_LIMIT] != 0.0
     idle = 0
@@ -90,7 +103,8 @@ def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, n
         count = gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, n_cap, max_ooo,
                               collisions_left, node_limit, stop, w, edge_n, rep, lk, clk)
         if count > 0:
-            evaluate(kind, ev_ints, ev_words, ev_floats, b.masks, b.values, count, policy, q, d)
+            policy_wanted(b, count, idx_tab, want, nwant)
+            evaluate(kind, ev_ints, ev_words, ev_floats, b.masks, b.values, count, want, nwant, policy, q, d)
         if count > 0 or b.dcount[0] > 0:
             apply_shared(t, s, p, c, b, count, policy, q, d, q, False, idx_tab, w2, allowed, use_allowed, edge_n,
                          rep, lk, clk)
