@@ -8,8 +8,9 @@ its collision list too short, `go nodes` reached, or nothing to pick for a while
 stops and reports: the search's own thread wakes every WATCH_INTERVAL_S (and at once when a thread
 has reached `go nodes`), asks the stoppers and sends the info lines from the counters the threads
 publish (the stats words, read unlocked; the root report, read under the tree's shared lock: the
-table in search/core/tree.py), hands the stoppers' remaining playouts (smart pruning) to the threads,
-and sets F_HALT when the stoppers say stop. A `stop` reaches the threads directly (F_STOP).
+table in search/core/tree.py), hands the stoppers' remaining playouts (smart pruning) and `go nodes`
+(changed by a ponderhit: the threads hold to the new one from the watcher's next look, within 5 ms) to
+the threads, and sets F_HALT when the stoppers say stop. A `stop` reaches the threads directly (F_STOP).
 
 Not for tablebases (probed in Python between gathering and backing up), NodesPerSecondLimit (a sleep
 between batches) or a backend without a compiled evaluation: those keep `Search._lane_loop`.
@@ -66,7 +67,7 @@ class CompiledLanes:
         s = self.search
         rows, entries = s._lane_room()
         self.room[:] = (rows, rows * 220, entries, s.ev.cache.slot_limit)
-        self.ctl[cy.C_REMAINING] = s.stopper.remaining_playouts
+        self._publish()
         threads = [threading.Thread(target=self._lane, args=(k,), name=f"search-{k + 1}", daemon=True)
                    for k in range(len(s._lanes))]
         for th in threads:
@@ -85,12 +86,18 @@ class CompiledLanes:
         while not s._halt.is_set() and not s._stopping():
             self.wake.clear()
             stop = s._locked(s._check_stop)
-            self.ctl[cy.C_REMAINING] = s.stopper.remaining_playouts
+            self._publish()
             if stop:
                 s._halt_reason = stop
                 return
             s._locked(s._maybe_send_info)
             self.wake.wait(WATCH_INTERVAL_S)
+
+    def _publish(self) -> None:
+        """The stoppers' hint and `go nodes` (new after a ponderhit) for the threads' next batches."""
+        s = self.search
+        self.ctl[cy.C_REMAINING] = s.stopper.remaining_playouts
+        self.ctl[cy.C_NODE_LIMIT] = float(min(s.limits.nodes, 2**62))
 
     def _lane(self, k: int) -> None:
         s = self.search
@@ -103,8 +110,8 @@ class CompiledLanes:
             while not s._halt.is_set():
                 with s._gate.inside(s._lanes_have_room, s._make_room_for_lanes):
                     rc = cy.run_lane(s.tree.arrays, s.stats, s._packed, s.ev.cache.arrays, lane.slot.arrays, s._puct,
-                                     allowed, use_allowed, self.ctl, s.minibatch, s._max_ooo,
-                                     int(min(s.limits.nodes, 2**62)), s._stop_flag, lane.work, lane.apply_work,
+                                     allowed, use_allowed, self.ctl, s.minibatch, s._max_ooo, s._stop_flag,
+                                     lane.work, lane.apply_work,
                                      s._edge_n, s._report, s._lock_word, s._cache_lock, s.ev.index_tables, e.kind,
                                      e.ints, e.words, e.floats, want, nwant, policy, q, d, self.room)
                 self.returns[rc] += 1

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...backends.compiled_eval import evaluate
 from ...jit import jit
 from .batch import S_IN_FLIGHT
@@ -33,7 +35,9 @@ from .tree import M_ETOP, M_ROOT, M_TOP
 from .worker import stopped
 
 RC_STOP, RC_ROOM, RC_WORK, RC_NODES, RC_IDLE = 0, 1, 2, 3, 4
-C_REMAINING, CTL_SIZE = 0, 4  # ctl: the stoppers' remaining playouts (smart pruning), published by Python
+# ctl, published by Python's watcher and read every batch: the stoppers' remaining playouts (smart
+# pruning) and `go nodes` (a ponderhit changes it while the threads run)
+C_REMAINING, C_NODE_LIMIT, CTL_SIZE = 0, 1, 4
 R_ROWS, R_EDGES, R_ENTRIES, R_SLOTS, ROOM_SIZE = 0, 1, 2, 3, 4  # room: what the threads' next batches need
 IDLE_ROUNDS = 64  # empty gatherings in a row (the core yielded after each) before RC_IDLE
 
@@ -75,7 +79,7 @@ def policy_wanted(b, count, idx_tab, want, nwant):
 
 
 @jit
-def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, node_limit, stop, w, w2, edge_n,
+def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, stop, w, w2, edge_n,
              rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, want, nwant, policy, q, d, room):
     """Batches of one search thread on the shared tree until it must return (see the module docstring);
     returns the RC_* code. `policy`, `q`, `d`: the thread's output buffers for `evaluate` (kind,
@@ -90,6 +94,7 @@ def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, n
         if not has_room(t, c, room):
             return RC_ROOM
         remaining = ctl[C_REMAINING]
+        node_limit = np.int64(ctl[C_NODE_LIMIT])
         collisions_left = collision_budget(p, min(float(t.n[root]), remaining))
         if len(w.kept_node) < collisions_left + 2:
             return RC_WORK
