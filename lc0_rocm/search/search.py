@@ -37,6 +37,7 @@ from ..encoding.history import PositionState
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from . import report as rp
 from . import score as sc
+from .compiled_lanes import compiled_cycle
 from .core import backup as bk
 from .core import batch as bt
 from .core import pick as pk
@@ -46,7 +47,6 @@ from .core import spinlock
 from .core import worker as wk
 from .core.packed_params import P_TB_PIECES
 from .core.tree import M_TOP
-from .compiled_lanes import compiled_cycle
 from .evaluator import NNEvaluator
 from .lanes import AutoInline, Gate, Lane, Slot
 from .limits import IterationStats, SearchLimits
