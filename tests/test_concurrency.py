@@ -6,8 +6,9 @@
 - No arithmetic raises in compiled code (numba's error_model="numpy"): an exception inside a locked
   region would leave the lock taken and every other search thread spinning.
 - Storms of go / stop / ponderhit / position through the Search API at 2, 4 and 8 search threads on
-  one tree, lc0's `random` backend: every go ends with a legal bestmove, and after each the tree
-  passes tests/test_shared_tree.py's invariants (nothing in flight, visits and values consistent).
+  one tree, lc0's `random` backend (so each thread's batch cycle runs compiled, search/core/cycle.py):
+  every go ends with a legal bestmove, and after each the tree passes tests/test_shared_tree.py's
+  invariants (nothing in flight, visits and values consistent).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def test_go_stop_ponderhit_position_storms(threads):
     ev = _evaluator()
     tree = NodeTree()
     fen, moves = None, []
+    compiled = 0
     for step in range(16):
         kind = step % 4
         if kind == 0:  # go infinite, stop after a while
@@ -123,6 +125,7 @@ def test_go_stop_ponderhit_position_storms(threads):
         assert s.error is None, s.error
         assert s.bestmove in s.board.legal_moves, (step, s.bestmove)
         _check_tree(s)
+        compiled += s.compiled_lanes is not None
         if kind == 2 and s.root.n > 1:
             assert s.root.n == max(2000, root_before), step  # go nodes, exactly (reused visits count)
         board = s.board.copy()
@@ -135,3 +138,4 @@ def test_go_stop_ponderhit_position_storms(threads):
         moves = moves + [s.bestmove.uci(), reply.uci()]
         if board.is_game_over():
             fen, moves = None, []
+    assert compiled >= 8  # the threads' cycle ran compiled (search/core/cycle.py) in most searches

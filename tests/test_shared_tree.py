@@ -5,7 +5,8 @@ too), so the truth is what any finished search must satisfy, checked with numpy 
 arrays: no visit left in flight, every expanded node's visits = 1 + its children's, every value the
 visit-weighted mean of the node's own evaluation and its children's (a torn update between threads
 breaks both), `go nodes` met exactly; and proven results (mate in two) as one thread finds them.
-lc0's `random` backend keeps the network out of it (each thread evaluates its own batches).
+lc0's `random` backend keeps the network out of it (each thread evaluates its own batches, in its
+compiled batch cycle: search/core/cycle.py; one case through Python's lanes).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def _check_tree(s: Search) -> None:
     (3, 256, {}),
     (4, 16, {}),  # many small picks: the lock changes hands all the time
     (3, 64, {"out_of_order_eval": False}),  # terminals and cache hits kept in the batch
+    (3, 64, {"nps_limit": 1e9}),  # NodesPerSecondLimit: batches through Python (`Search._lane_loop`)
 ])
 def test_threads_share_one_tree(threads, minibatch, options):
     ev = _evaluator()
@@ -81,6 +83,7 @@ def test_threads_share_one_tree(threads, minibatch, options):
         s.run()
         assert s.error is None, s.error
         assert len(s._lanes) == threads
+        assert (s.compiled_lanes is None) == ("nps_limit" in options)  # else search/core/cycle.py's cycle
         assert s.root.n == 6000  # go nodes, exactly (ExactNodeLimit)
         assert s.bestmove in s.board.legal_moves
         _check_tree(s)

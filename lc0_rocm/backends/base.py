@@ -59,6 +59,11 @@ class Backend(ABC):
         """The outputs of a submitted batch (waits for them if needed)."""
         return handle
 
+    def compiled_eval(self):
+        """A `backends.compiled_eval.CompiledEval` when the evaluation can run inside compiled code (the
+        search's threads then never leave it: lc0's random and trivial), else None (the default)."""
+        return None
+
     def prepare(self, max_batch: int) -> None:
         """Get ready for batches of up to `max_batch` positions before a search needs them (a GPU
         backend plans, tunes and captures its batch sizes); the default does nothing."""

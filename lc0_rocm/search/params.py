@@ -20,11 +20,12 @@ import numpy as np
 from ..encoding.planes import FILL_CODES
 from ..engine_options import Options
 from ..engine_options import default as _d
-from .core.packed_params import (P_CACHE_HISTORY, P_CONTEMPT_BLACK, P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_DRAW_SCORE,
-                                 P_EXACT_LIMIT, P_FILL, P_FPU, P_FPU_ABSOLUTE, P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT,
-                                 P_INPUT_FORMAT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC, P_ML_SCALED, P_ML_SLOPE,
-                                 P_ML_THRESHOLD, P_MLH, P_OUT_OF_ORDER, P_SIZE, P_STICKY, P_TB_PIECES, P_TEMPERATURE,
-                                 P_TWO_FOLD, P_WDL_DIFF, P_WDL_MAX_S, P_WDL_RATIO)
+from .core.packed_params import (P_CACHE_HISTORY, P_CONTEMPT_BLACK, P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_CV_END,
+                                 P_CV_MAX, P_CV_POWER, P_CV_START, P_DRAW_SCORE, P_EXACT_LIMIT, P_FILL, P_FPU,
+                                 P_FPU_ABSOLUTE, P_FPU_ABSOLUTE_ROOT, P_FPU_ROOT, P_INPUT_FORMAT, P_ML_CONSTANT,
+                                 P_ML_MAX, P_ML_QUADRATIC, P_ML_SCALED, P_ML_SLOPE, P_ML_THRESHOLD, P_MLH,
+                                 P_OUT_OF_ORDER, P_SIZE, P_STICKY, P_TB_PIECES, P_TEMPERATURE, P_TWO_FOLD, P_WDL_DIFF,
+                                 P_WDL_MAX_S, P_WDL_RATIO)
 from .limits import GoParams
 
 GPU_MINIBATCH = 256  # lc0's default MinibatchSize for a GPU backend (its backend's preferred batch)
@@ -110,6 +111,8 @@ class SearchParams:
         p[P_CONTEMPT_BLACK] = 1.0 if self.contempt_mode == "black" else 0.0
         p[P_TB_PIECES] = 0.0  # set by the search when tablebases are open
         p[P_OUT_OF_ORDER] = float(self.out_of_order_eval)
+        p[P_CV_MAX], p[P_CV_START] = self.max_collision_visits, self.max_collision_visits_scaling_start
+        p[P_CV_END], p[P_CV_POWER] = self.max_collision_visits_scaling_end, self.max_collision_visits_scaling_power
         return p
 
 

@@ -12,7 +12,9 @@ Without pipelining (Threads 1) each batch is gathered, evaluated and applied bef
 the tree is lc0's visit for visit (tests/test_search.py). With Threads > 1 (and Threads 0 on a host
 with cores to spare, `params.search_threads`) several threads share the tree instead, as lc0's search
 threads do: each gathers, evaluates and applies batches of its own (`_run_lanes`,
-search/core/shared_worker.py), and this one also asks the stoppers and sends the info lines.
+search/core/shared_worker.py), and this one also asks the stoppers and sends the info lines; with
+a backend whose evaluation is compiled (random, trivial) each thread's whole cycle is one compiled
+call and this one only watches (search/compiled_lanes.py, search/core/cycle.py).
 
 A `stop` before the root has been evaluated waits for that one evaluation, so the move played is
 always one the search looked at. The best move is the most visited root child (shorter proven win /
@@ -35,6 +37,7 @@ from ..encoding.history import PositionState
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from . import report as rp
 from . import score as sc
+from .compiled_lanes import compiled_cycle
 from .core import backup as bk
 from .core import batch as bt
 from .core import pick as pk
@@ -108,6 +111,7 @@ class Search:
         self._tb_lock = threading.Lock()  # the tablebases' probes, one thread at a time
         self._cache_lock = spinlock.new_lock()  # the NN cache's entries (compiled code)
         self._lanes: list[Lane] = []  # several search threads sharing the tree (see _run_lanes)
+        self.compiled_lanes = None  # their batch cycle in compiled code (search/compiled_lanes.py), if so
         self._thread: Optional[threading.Thread] = None
         self.start_time = time.monotonic()
         # the time limits count from `origin` (when the `go` came), not from the search's start
@@ -314,7 +318,9 @@ class Search:
     def _run_lanes(self, count: int) -> None:
         """`count` search threads (this one and count - 1 more), each gathering, evaluating and backing
         up batches of its own on the shared tree (search/core/shared_worker.py) until the stoppers, a
-        `stop` or an error end the search; `go infinite` and ponder then wait here as in `_loop`."""
+        `stop` or an error end the search; `go infinite` and ponder then wait here as in `_loop`. With a
+        compiled evaluation (search/compiled_lanes.py) every thread's cycle stays compiled and this one
+        only watches: the stoppers, the info lines."""
         self._lock_word = spinlock.new_lock()
         self._gate = Gate()
         self._halt = threading.Event()
@@ -341,25 +347,34 @@ class Search:
                 if first.slot.count:  # the root's visit in flight off the tree
                     self._revert(first.slot, first)
                 raise
+        # a backend with a compiled evaluation: each thread's whole batch cycle in one compiled call
+        self.compiled_lanes = compiled_cycle(self)
         while not self._stopping():
             self._halt.clear()
             self._halt_reason = ""
             self._stop_flag[bt.F_HALT] = 0  # no search thread runs: a new round (a `stop` stays in F_STOP)
-            helpers = [threading.Thread(target=self._lane_loop, args=(lane,), name=f"search-{k + 1}", daemon=True)
-                       for k, lane in enumerate(self._lanes[1:])]
-            for h in helpers:
-                h.start()
-            try:
-                self._lane_loop(self._lanes[0], main=True)
-            finally:
-                self._halt.set()
-                self._stop_flag[bt.F_HALT] = 1
-                for h in helpers:
-                    h.join()
+            if self.compiled_lanes is not None:
+                self.compiled_lanes.run_round()
+            else:
+                self._lanes_round()
             if self.error is not None:
                 raise self.error
             if self._stopping() or not self._hold_until_stop_or_ponderhit(self._halt_reason):
                 return
+
+    def _lanes_round(self) -> None:
+        """One round of the search threads through Python (`_lane_loop`), this one the main one."""
+        helpers = [threading.Thread(target=self._lane_loop, args=(lane,), name=f"search-{k + 1}", daemon=True)
+                   for k, lane in enumerate(self._lanes[1:])]
+        for h in helpers:
+            h.start()
+        try:
+            self._lane_loop(self._lanes[0], main=True)
+        finally:
+            self._halt.set()
+            self._stop_flag[bt.F_HALT] = 1
+            for h in helpers:
+                h.join()
 
     def _lane_room(self) -> tuple[int, int]:
         """Tree rows and cache entries every search thread inside the gate at once may take: a

@@ -134,11 +134,17 @@ class NNCache:
         self.size = max(0, int(size))
         self.arrays = new_cache(self.size)
 
+    @property
+    def slot_limit(self) -> int:
+        """The table's slots at full size (it doubles up to them)."""
+        return _slots_for(self.size)
+
     def needs_room(self, new_entries: int) -> bool:
-        """Whether `make_room(new_entries)` would grow the table."""
+        """Whether `make_room(new_entries)` would grow the table (search/core/cycle.py's `has_room` asks
+        the same in compiled code)."""
         a = self.arrays
         slots = len(a.keys)
-        return not (a.meta[2] < 0 or slots >= _slots_for(self.size) or 2 * (int(a.meta[3]) + new_entries) <= slots)
+        return not (a.meta[2] < 0 or slots >= self.slot_limit or 2 * (int(a.meta[3]) + new_entries) <= slots)
 
     def make_room(self, new_entries: int) -> None:
         """Double the table (up to the capacity) while `new_entries` more would fill it over half."""

@@ -166,6 +166,12 @@ def unlock_shared(word):
     fetch_add(word, 0, -1)
 
 
+@jit
+def yield_core():
+    """Give the core to another thread (a search thread that found nothing to pick)."""
+    _yield_core()
+
+
 def new_lock() -> np.ndarray:
     """A free lock word."""
     return np.zeros(1, dtype=np.int64)

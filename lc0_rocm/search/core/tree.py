@@ -41,6 +41,7 @@ collision to them), and the owner's backup, under `lk` exclusively, publishes th
 | search counters `s` (batch.S_*) | all threads | atomic `fetch_add`, or `lk` exclusive (backup counters); Python reads them unlocked (one word each) |
 | root report (`edge_n`, `rep`) | `root_report` after a backup | `lk` exclusive; the stoppers read it under `lk` shared |
 | stop flags (batch.F_STOP, F_HALT) | `Search.stop()` (F_STOP only), the round's end (F_HALT) | plain int32 words, read without a lock: a late read costs one more pick |
+| the compiled cycle's hint `ctl` (core/cycle.py: the stoppers' remaining playouts) and `room` | the watcher (search/compiled_lanes.py); `room` only between rounds | plain float64/int64 words read without a lock: a late read costs one batch with the old hint |
 | the arrays themselves (grown, replaced) | `NodeTree.reserve`, `NNCache.make_room` | search/lanes.py's `Gate`: only while no thread is inside compiled code |
 
 No exception can rise while a lock is held, which would leave it taken and every other thread

@@ -1,0 +1,193 @@
+"""The compiled evaluations of lc0's `random` and `trivial` backends, and the one way compiled code calls
+them: `evaluate(kind, ints, words, floats, masks, values, n, policy, q, d)`.
+
+numba cannot take a Python callable, so a backend whose evaluation is compiled describes it as a small
+integer `kind` (KIND_*) and its numbers in three arrays (`CompiledEval`, from `Backend.compiled_eval()`),
+and `evaluate` picks the kernel with an `if`. The search's threads then run their whole batch cycle
+(gather, evaluate, back up) in one compiled call without the GIL (search/core/cycle.py). The backends'
+own `evaluate` (randomnet.py, trivial.py) run the same kernels, so both paths give the same numbers.
+This module imports nothing of the backends' Python side: the compiled search's cache key hashes it and
+what it imports (lc0_rocm/jit.py), and should not change with them.
+
+Kernels, bit for bit as lc0's (`src/neural/backends/network_random.cc`, `network_trivial.cc`): see
+randomnet.py and trivial.py for what they compute.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from ..encoding.bits import popcount
+from ..encoding.outputs import POLICY_SIZE
+from ..jit import jit, jit_alloc
+from . import trivial_tables as tt
+
+KIND_RANDOM, KIND_TRIVIAL = 1, 2
+# ints: KIND_RANDOM [seed, uniform]; words: KIND_RANDOM the policy indices' hashes (`policy_hashes`);
+# floats: KIND_TRIVIAL its tables, flat (TRIVIAL_*: offsets of the pieces', kings' and endgame kings' tables)
+TRIVIAL_PIECES, TRIVIAL_KINGS, TRIVIAL_KINGS_ENDGAME, TRIVIAL_SIZE = 0, 5 * 64, 6 * 64, 7 * 64
+
+CompiledEval = namedtuple("CompiledEval", ["kind", "ints", "words", "floats", "policy_row"])
+# policy_row: the logits every position gets (written once into a caller's policy buffer, which the
+# kernel then leaves alone), or None: the kernel writes each position's policy
+
+
+def new_outputs(entry: CompiledEval, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Output buffers (policy [rows, 1858], q, d; float32) for `evaluate` with `entry`."""
+    rows = max(1, int(rows))
+    policy = np.zeros((rows, POLICY_SIZE), np.float32)
+    if entry.policy_row is not None:
+        policy[:] = entry.policy_row
+    return policy, np.zeros(rows, np.float32), np.zeros(rows, np.float32)
+
+
+@jit
+def evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q, d):
+    """The first `n` positions of masks/values [*, 112] into policy, q, d with the kernel of `kind`.
+    Position j's policy is needed at the indices want[j, :nwant[j]] only (its legal moves: lc0's
+    backends compute a logit when the search asks for it), at every index where nwant[j] < 0."""
+    if kind == KIND_RANDOM:
+        if ints[1] != 0:  # uniform: the policy row is fixed (CompiledEval.policy_row)
+            for j in range(n):
+                q[j] = 0.0
+                d[j] = 0.0
+        else:
+            random_fill(masks, values, n, np.uint64(ints[0]), words, want, nwant, policy, q, d)
+    elif kind == KIND_TRIVIAL:
+        trivial_fill(masks, n, floats, q)
+        for j in range(n):
+            d[j] = 0.0
+
+
+# ---- lc0's random backend
+
+_K = np.uint64(0x299799ADF0D95DEF)
+_M1, _A1 = np.uint64(0xFAD0D7F2FBB059F1), np.uint64(0xBAAD41CDCB839961)
+_M2, _A2 = np.uint64(0x7ACEC0050BF82F43), np.uint64(0xD571B3A92B1B2755)
+
+
+@jit
+def _hash(v):
+    """lc0's Hash (utils/hashcat.h)."""
+    return _M1 * (v + _A1) + _M2 * ((v >> np.uint64(31)) + _A2)
+
+
+@jit
+def _pair(a, b):
+    """lc0's HashCat({a, b}) = HashCat(HashCat(0, a), b)."""
+    h = _K + _hash(a)
+    return h ^ (_K + _hash(b) + (h << np.uint64(6)) + (h >> np.uint64(2)))
+
+
+_LOW32, _S32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+_DIV10000 = np.uint64(0x346DC5D63886594B)  # x // 10000 = mulhi(x, this) >> 11, for every uint64 x
+
+
+@jit(inline="always")
+def _mod10000(x):
+    """x % 10000 by a multiply-high (numba's 64-bit modulo costs a division, ~1.3x slower here)."""
+    a_lo, a_hi = x & _LOW32, x >> _S32
+    b_lo, b_hi = _DIV10000 & _LOW32, _DIV10000 >> _S32
+    p1, p2 = a_lo * b_hi, a_hi * b_lo
+    mid = ((a_lo * b_lo) >> _S32) + (p1 & _LOW32) + (p2 & _LOW32)
+    hi = a_hi * b_hi + (p1 >> _S32) + (p2 >> _S32) + (mid >> _S32)
+    return x - (hi >> np.uint64(11)) * np.uint64(10000)
+
+
+@jit_alloc
+def policy_hashes():
+    """The half of lc0's HashCat(hash, i) that depends on the policy index i alone, for every i."""
+    hm = np.empty(POLICY_SIZE, np.uint64)
+    for i in range(POLICY_SIZE):
+        hm[i] = _K + _hash(np.uint64(i))
+    return hm
+
+
+def every_index(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """`want`, `nwant` for `n` positions whose whole policy is needed."""
+    return np.zeros((1, 1), np.int32), np.full(max(1, n), -1, np.int32)
+
+
+@jit
+def random_fill(masks, values, n, seed, hm, want, nwant, policy, q, d):
+    """lc0's random outputs of the first `n` positions into policy [*, 1858], q, d (float32); `hm`:
+    `policy_hashes()`; the policy at want[j, :nwant[j]] only, or everywhere (nwant[j] < 0)."""
+    a = np.float32(3.0) / np.float32(10000.0)
+    bits = values.view(np.uint32)  # lc0 hashes the planes' values as their IEEE bits
+    for j in range(n):
+        h = seed
+        for p in range(masks.shape[1]):
+            h = _pair(h, masks[j, p])
+            h = _pair(h, np.uint64(bits[j, p]))
+        qj = np.float32((np.int64(h % np.uint64(200000)) - 100000) / 100000.0)
+        q[j] = qj
+        max_d = np.float32(1.0) - abs(qj)
+        x = _pair(h, np.uint64(1234)) % np.uint64(10000)
+        d[j] = np.float32(np.float64(max_d * np.float32(x)) / 10000.0)
+        g = _K + _hash(h)
+        c = (g << np.uint64(6)) + (g >> np.uint64(2))
+        if nwant[j] < 0:
+            for i in range(POLICY_SIZE):
+                policy[j, i] = np.float32(np.int32(_mod10000(g ^ (hm[i] + c)))) * a
+        else:
+            for k in range(nwant[j]):
+                i = want[j, k]
+                policy[j, i] = np.float32(np.int32(_mod10000(g ^ (hm[i] + c)))) * a
+
+
+# ---- lc0's trivial backend
+
+TRIVIAL_TABLES = np.concatenate([np.array(tt.PAWNS, np.float32), np.array(tt.KNIGHTS, np.float32),
+                                 np.array(tt.BISHOPS, np.float32), np.array(tt.ROOKS, np.float32),
+                                 np.array(tt.QUEENS, np.float32), np.array(tt.KINGS, np.float32),
+                                 np.array(tt.KINGS_ENDGAME, np.float32)])
+TRIVIAL_POLICY = np.array(tt.LOG_POLICY, dtype=np.float32)
+
+
+@jit
+def _dot(mask, weights, at):
+    """lc0's DotProduct: the weights (from `at`) of the set squares, summed in float32 from a1 up."""
+    total = np.float32(0.0)
+    sq = 0
+    while mask:
+        if mask & np.uint64(1):
+            total += weights[at + sq]
+        mask >>= np.uint64(1)
+        sq += 1
+    return total
+
+
+@jit
+def _flip(mask):
+    """lc0's ReverseBytesInBytes: the board upside down."""
+    out = np.uint64(0)
+    for k in range(8):
+        out = (out << np.uint64(8)) | ((mask >> np.uint64(8 * k)) & np.uint64(0xFF))
+    return out
+
+
+@jit
+def _bare(queen, rook, knight, bishop):
+    """No queen, or a queen without rooks and at most one minor piece (lc0's endgame test)."""
+    return queen == 0 or (rook == 0 and popcount(knight | bishop) <= 1)
+
+
+@jit
+def trivial_fill(masks, n, tables, q):
+    """q[j] of the first `n` positions from their 112 plane masks (planes 0-5 ours, 6-11 theirs);
+    `tables`: TRIVIAL_TABLES."""
+    for j in range(n):
+        m = masks[j]
+        s = np.float32(0.0)
+        for k in range(5):
+            s += _dot(m[k], tables, TRIVIAL_PIECES + 64 * k)
+            s -= _dot(_flip(m[6 + k]), tables, TRIVIAL_PIECES + 64 * k)
+        endgame = _bare(m[4], m[3], m[1], m[2]) and _bare(m[10], m[9], m[7], m[8])
+        at = TRIVIAL_KINGS_ENDGAME if endgame else TRIVIAL_KINGS
+        s += _dot(m[5], tables, at)
+        s -= _dot(_flip(m[11]), tables, at)
+        e = np.float32(math.exp(np.float64(s * np.float32(-10.0))))  # expf, correctly rounded
+        q[j] = np.float32(2.0) / (np.float32(1.0) + e) - np.float32(1.0)

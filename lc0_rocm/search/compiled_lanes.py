@@ -1,0 +1,133 @@
+"""Several search threads on one tree whose batch cycle never leaves compiled code (lc0's Threads > 1, with a
+backend whose evaluation is compiled: lc0's random and trivial).
+
+Each search thread makes one compiled call (search/core/cycle.py's `run_lane`: gather, evaluate, back
+up, batch after batch, GIL released) and comes back to Python only when that call returns: a stop flag,
+the tree or the NN cache needing room (grown here behind the search's `Gate`, then the call again),
+its collision list too short, `go nodes` reached, or nothing to pick for a while. Python only starts,
+stops and reports: the search's own thread wakes every WATCH_INTERVAL_S (and at once when a thread
+has reached `go nodes`), asks the stoppers and sends the info lines from the counters the threads
+publish (the stats words, read unlocked; the root report, read under the tree's shared lock: the
+table in search/core/tree.py), hands the stoppers' remaining playouts (smart pruning) and `go nodes`
+(changed by a ponderhit: the threads hold to the new one from the watcher's next look, within 5 ms) to
+the threads, and sets F_HALT when the stoppers say stop. A `stop` reaches the threads directly (F_STOP).
+
+Not for tablebases (probed in Python between gathering and backing up), NodesPerSecondLimit (a sleep
+between batches) or a backend without a compiled evaluation: those keep `Search._lane_loop`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Optional
+
+import numpy as np
+
+from ..backends.compiled_eval import CompiledEval, new_outputs
+from .core import batch as bt
+from .core import cycle as cy
+from .core import worker as wk
+from .core.packed_params import P_TB_PIECES
+
+# lc0's watchdog (`Search::WatchdogThread`) waits 1-100 ms between its looks, and its search threads
+# ask the stoppers after every batch themselves; ours cannot (the stoppers are Python), so the watcher
+# is the only asker. 5 ms: a time limit is met within 5 ms (the hard deadline has its own watcher),
+# `go nodes` is exact by the threads' reservation and wakes the watcher at once, and a look (the
+# stoppers and, when it changed, an info line, under the tree's shared lock) costs ~0.1 ms of one core
+# on the 2-core VM: 2 % of a core, where 1 ms would take a tenth of the core a search thread needs.
+WATCH_INTERVAL_S = 0.005
+IDLE_WAIT_S = 0.0002  # RC_IDLE: the others hold the tree's leaves in flight; back after this
+NODES_WAIT_S = 0.001  # RC_NODES: the visits allowed are all taken; back after this (until the halt)
+
+
+def compiled_cycle(search) -> Optional["CompiledLanes"]:
+    """The compiled cycle for `search`'s threads, or None where batches must pass through Python."""
+    if search._packed[P_TB_PIECES] > 0 or search.params.nps_limit > 0:
+        return None
+    entry = search.ev.backend.compiled_eval()
+    return None if entry is None else CompiledLanes(search, entry)
+
+
+class CompiledLanes:
+    """The search threads of `Search._run_lanes` (its `_lanes`, `_gate`, `_halt`, lock words) running
+    search/core/cycle.py's `run_lane`; `run_round` is one round (until the stoppers, a stop or an error)."""
+
+    def __init__(self, search, entry: CompiledEval):
+        self.search = search
+        self.entry = entry
+        self.outputs = [new_outputs(entry, search.minibatch) for _ in search._lanes]
+        self.wanted = [(np.zeros((search.minibatch, bt.MAX_MOVES), np.int32), np.zeros(search.minibatch, np.int32))
+                       for _ in search._lanes]
+        self.ctl = np.zeros(cy.CTL_SIZE, np.float64)
+        self.room = np.zeros(cy.ROOM_SIZE, np.int64)
+        self.wake = threading.Event()
+        self.returns = np.zeros(cy.RC_IDLE + 1, np.int64)  # how often the threads came back, by code
+
+    def run_round(self) -> None:
+        s = self.search
+        rows, entries = s._lane_room()
+        self.room[:] = (rows, rows * 220, entries, s.ev.cache.slot_limit)
+        self._publish()
+        threads = [threading.Thread(target=self._lane, args=(k,), name=f"search-{k + 1}", daemon=True)
+                   for k in range(len(s._lanes))]
+        for th in threads:
+            th.start()
+        try:
+            self._watch()
+        finally:
+            s._halt.set()
+            s._stop_flag[bt.F_HALT] = 1
+            for th in threads:
+                th.join()
+
+    def _watch(self) -> None:
+        """The search's own thread during a round: the stoppers and info lines, every WATCH_INTERVAL_S."""
+        s = self.search
+        while not s._halt.is_set() and not s._stopping():
+            self.wake.clear()
+            stop = s._locked(s._check_stop)
+            self._publish()
+            if stop:
+                s._halt_reason = stop
+                return
+            s._locked(s._maybe_send_info)
+            self.wake.wait(WATCH_INTERVAL_S)
+
+    def _publish(self) -> None:
+        """The stoppers' hint and `go nodes` (new after a ponderhit) for the threads' next batches."""
+        s = self.search
+        self.ctl[cy.C_REMAINING] = s.stopper.remaining_playouts
+        self.ctl[cy.C_NODE_LIMIT] = float(min(s.limits.nodes, 2**62))
+
+    def _lane(self, k: int) -> None:
+        s = self.search
+        lane = s._lanes[k]
+        policy, q, d = self.outputs[k]
+        want, nwant = self.wanted[k]
+        e = self.entry
+        allowed, use_allowed = s._root_allowed()
+        try:
+            while not s._halt.is_set():
+                with s._gate.inside(s._lanes_have_room, s._make_room_for_lanes):
+                    rc = cy.run_lane(s.tree.arrays, s.stats, s._packed, s.ev.cache.arrays, lane.slot.arrays, s._puct,
+                                     allowed, use_allowed, self.ctl, s.minibatch, s._max_ooo, s._stop_flag,
+                                     lane.work, lane.apply_work,
+                                     s._edge_n, s._report, s._lock_word, s._cache_lock, s.ev.index_tables, e.kind,
+                                     e.ints, e.words, e.floats, want, nwant, policy, q, d, self.room)
+                self.returns[rc] += 1
+                if rc == cy.RC_STOP:
+                    return
+                if rc == cy.RC_WORK:
+                    lane.work = wk.new_work(len(lane.work.out_node) - 16, 2 * len(lane.work.kept_node))
+                elif rc == cy.RC_NODES:
+                    self.wake.set()  # the watcher asks the stoppers now
+                    s._halt.wait(NODES_WAIT_S)
+                elif rc == cy.RC_IDLE:
+                    s._halt.wait(IDLE_WAIT_S)
+                # RC_ROOM: the gate makes room before the next call
+        except BaseException as e:
+            if s.error is None:
+                s.error = e
+            s._halt.set()
+            s._stop_flag[bt.F_HALT] = 1
+            self.wake.set()

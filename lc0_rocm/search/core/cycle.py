@@ -1,0 +1,121 @@
+"""One search thread's whole batch cycle in one compiled call (Threads > 1 with a compiled evaluation).
+
+With a backend whose evaluation is compiled (lc0's random and trivial: backends/compiled_eval.py), a
+search thread never needs Python between batches: `run_lane` gathers a batch on the shared tree
+(`shared_worker.gather_shared`: picks, extension, encoding), evaluates it (`compiled_eval.evaluate`,
+the backend's kernel picked by its kind), expands and backs it up (`shared_worker.apply_shared`), and
+goes on, with the GIL released, until it has to return (RC_*):
+
+  RC_STOP   a stop flag (batch.F_STOP, the user's; F_HALT, the round's end) is set;
+  RC_ROOM   the tree's rows or edges or the NN cache's table need room for the threads' next batches
+            (the same test as the search's `Gate`, which then grows them while no thread is inside);
+  RC_WORK   the pick's collision list needs more room (the caller doubles it);
+  RC_NODES  `go nodes` is reached: every visit it allows is in the tree or held in flight
+            (ExactNodeLimit's reservation), or without that option the root has the visits;
+  RC_IDLE   the tree had nothing for this thread for a while (everything left is in flight).
+
+It returns only between batches, with nothing of its own in flight. Python (search/compiled_lanes.py)
+starts the threads, asks the stoppers, sends the info lines, and sets F_HALT; the counters it reads
+are the ones core/tree.py's concurrency table lists (the stats words, the root report under the lock).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...backends.compiled_eval import evaluate
+from ...jit import jit
+from .batch import S_IN_FLIGHT
+from .packed_params import P_CV_END, P_CV_MAX, P_CV_POWER, P_CV_START, P_EXACT_LIMIT
+from .shared_worker import apply_shared, gather_shared
+from .spinlock import yield_core
+from .tree import M_ETOP, M_ROOT, M_TOP
+from .worker import stopped
+
+RC_STOP, RC_ROOM, RC_WORK, RC_NODES, RC_IDLE = 0, 1, 2, 3, 4
+# ctl, published by Python's watcher and read every batch: the stoppers' remaining playouts (smart
+# pruning) and `go nodes` (a ponderhit changes it while the threads run)
+C_REMAINING, C_NODE_LIMIT, CTL_SIZE = 0, 1, 4
+R_ROWS, R_EDGES, R_ENTRIES, R_SLOTS, ROOM_SIZE = 0, 1, 2, 3, 4  # room: what the threads' next batches need
+IDLE_ROUNDS = 64  # empty gatherings in a row (the core yielded after each) before RC_IDLE
+
+
+@jit
+def collision_budget(p, nodes):
+    """lc0's CalculateCollisionsLeft, as search/params.py's `collision_budget` (tests/test_compiled_cycle.py
+    checks that they agree): 1 up to P_CV_START root visits, P_CV_MAX from P_CV_END, a power curve between."""
+    start = p[P_CV_START]
+    end = p[P_CV_END]
+    if nodes >= end:
+        return int(p[P_CV_MAX])
+    if nodes <= start:
+        return 1
+    ratio = ((nodes - start) / (end - start)) ** p[P_CV_POWER]
+    return int(math.floor(1 + (p[P_CV_MAX] - 1) * ratio + 0.5))
+
+
+@jit
+def has_room(t, c, room):
+    """Whether the tree and the NN cache hold every thread's next batch (search/lanes.py's Gate asks the
+    same of NodeTree.has_room and NNCache.needs_room)."""
+    if t.meta[M_TOP] + room[R_ROWS] > len(t.n) or t.meta[M_ETOP] + room[R_EDGES] > len(t.e_code):
+        return False
+    slots = len(c.keys)
+    return c.meta[2] < 0 or slots >= room[R_SLOTS] or 2 * (c.meta[3] + room[R_ENTRIES]) <= slots
+
+
+@jit
+def policy_wanted(b, count, idx_tab, want, nwant):
+    """The policy indices row j's expansion reads (`backup.priors`: its legal moves') into
+    want[j, :nwant[j]]."""
+    for j in range(count):
+        row = b.black[j] * 8 + b.transform[j]
+        m = b.ncodes[j]
+        nwant[j] = m
+        for k in range(m):
+            want[j, k] = idx_tab[row, b.codes[j, k]]
+
+
+@jit
+def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, stop, w, w2, edge_n,
+             rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, want, nwant, policy, q, d, room):
+    """Batches of one search thread on the shared tree until it must return (see the module docstring);
+    returns the RC_* code. `policy`, `q`, `d`: the thread's output buffers for `evaluate` (kind,
+    ev_*: the backend's CompiledEval), `want`/`nwant` [rows, MAX_MOVES]/[rows] its scratch for the
+    policy indices the expansion reads."""
+    root = t.meta[M_ROOT]
+    exact = p[P_EXACT_LIMIT] != 0.0
+    idle = 0
+    while True:
+        if stopped(stop):
+            return RC_STOP
+        if not has_room(t, c, room):
+            return RC_ROOM
+        remaining = ctl[C_REMAINING]
+        node_limit = np.int64(ctl[C_NODE_LIMIT])
+        collisions_left = collision_budget(p, min(float(t.n[root]), remaining))
+        if len(w.kept_node) < collisions_left + 2:
+            return RC_WORK
+        n_cap = cap
+        if exact:
+            n_cap = min(cap, node_limit - t.n[root] - s[S_IN_FLIGHT])
+        elif t.n[root] >= node_limit:
+            n_cap = 0
+        if n_cap <= 0:
+            return RC_NODES
+        count = gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, n_cap, max_ooo,
+                              collisions_left, node_limit, stop, w, edge_n, rep, lk, clk)
+        if count > 0:
+            policy_wanted(b, count, idx_tab, want, nwant)
+            evaluate(kind, ev_ints, ev_words, ev_floats, b.masks, b.values, count, want, nwant, policy, q, d)
+        if count > 0 or b.dcount[0] > 0:
+            apply_shared(t, s, p, c, b, count, policy, q, d, q, False, idx_tab, w2, allowed, use_allowed, edge_n,
+                         rep, lk, clk)
+            idle = 0
+            continue
+        idle += 1  # nothing to pick (or only out-of-order visits): the others hold the tree's leaves
+        if idle >= IDLE_ROUNDS:
+            return RC_IDLE
+        yield_core()

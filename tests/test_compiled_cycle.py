@@ -1,0 +1,140 @@
+"""The search threads' batch cycle in compiled code (search/core/cycle.py, search/compiled_lanes.py): lc0's
+random and trivial backends at 2-4 threads never return to Python between batches.
+
+Truth as in tests/test_shared_tree.py (its invariants, checked with numpy float64 on the tree): `go
+nodes` met exactly, nothing left in flight, visits and values consistent, and again after `go infinite`
++ `stop` and on the reused tree; the compiled dispatch gives the outputs of the backends' own
+`evaluate` (which tests/test_lc0_test_backends.py checks against lc0's), and the compiled collision
+budget is search/params.py's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from lc0_rocm.backends.compiled_eval import evaluate, every_index, new_outputs
+from lc0_rocm.backends.factory import create_backend
+from lc0_rocm.encoding.planes import encode_positions
+from lc0_rocm.encoding.position import parse_position
+from lc0_rocm.net.loader import load_net
+from lc0_rocm.search.core.cycle import RC_NODES, RC_ROOM, collision_budget
+from lc0_rocm.search.evaluator import NNEvaluator
+from lc0_rocm.search.limits import SearchLimits
+from lc0_rocm.search.params import SearchParams
+from lc0_rocm.search.params import collision_budget as python_budget
+from lc0_rocm.search.tree import NodeTree
+
+from test_shared_tree import KIWIPETE, NET, _check_tree, _search
+
+
+def _evaluator(backend: str, options: str = "") -> NNEvaluator:
+    b = create_backend(backend, load_net(NET), options)
+    return NNEvaluator(b, b.net.input_format)
+
+
+@pytest.mark.parametrize("backend", ["random", "trivial"])
+@pytest.mark.parametrize("threads,minibatch", [(2, 256), (3, 16), (4, 64)])
+def test_the_compiled_cycle_keeps_the_tree(backend, threads, minibatch):
+    ev = _evaluator(backend)
+    for fen in (None, KIWIPETE, "8/5pk1/6p1/3R4/8/6P1/5PK1/2r5 b - - 4 40"):
+        s = _search(ev, fen, nodes=5000, threads=threads, minibatch_size=minibatch)
+        s.run()
+        assert s.error is None, s.error
+        assert s.compiled_lanes is not None  # the whole cycle compiled
+        assert s.compiled_lanes.returns[RC_NODES] >= 1  # the threads came back when `go nodes` was reached
+        assert s.root.n == 5000  # exactly (ExactNodeLimit's reservation)
+        assert s.bestmove in s.board.legal_moves
+        _check_tree(s)
+
+
+def test_infinite_stop_and_the_reused_tree():
+    """`go infinite` then `stop`: the threads see F_STOP in compiled code; a legal bestmove, the tree
+    consistent, and a next search on it (tree reuse, `go nodes`) exact and consistent too."""
+    ev = _evaluator("trivial")
+    tree = NodeTree()
+    s = _search(ev, tree=tree, threads=3, minibatch_size=32, limits=SearchLimits(infinite=True))
+    done = threading.Event()
+    s.on_bestmove = lambda move, ponder: done.set()
+    s.start()
+    time.sleep(0.5)
+    assert s.running
+    s.stop()
+    assert done.wait(30) and s.bestmove in s.board.legal_moves
+    assert s.compiled_lanes is not None and s.root.n > 0
+    _check_tree(s)
+    visits = int(s.root.n)
+    again = _search(ev, tree=tree, nodes=visits + 2000, threads=3, minibatch_size=32)
+    again.run()
+    assert again.error is None and again.compiled_lanes is not None
+    assert again.root.n == visits + 2000
+    _check_tree(again)
+
+
+def test_the_nn_cache_grows_while_threads_run():
+    """The NN cache's table starts small and doubles as it fills: the threads come back for room
+    (RC_ROOM), the gate grows it while none is inside (the tree's arrays the same way), the search
+    goes on."""
+    ev = _evaluator("random")
+    ev.cache.resize(1 << 16)
+    slots = len(ev.cache.arrays.keys)
+    s = _search(ev, nodes=20000, threads=3, minibatch_size=64)
+    s.run()
+    assert s.error is None and s.root.n == 20000
+    assert len(ev.cache.arrays.keys) > slots and s.compiled_lanes.returns[RC_ROOM] > 0
+    _check_tree(s)
+
+
+def test_without_a_compiled_evaluation_batches_go_through_python():
+    """A random backend that sleeps per batch (`delay`) and NodesPerSecondLimit keep the Python lanes."""
+    slow = _search(_evaluator("random", "delay=1"), nodes=300, threads=2, minibatch_size=32)
+    slow.run()
+    assert slow.error is None and slow.compiled_lanes is None and slow.root.n == 300
+    _check_tree(slow)
+    limited = _search(_evaluator("random"), nodes=300, threads=2, minibatch_size=32, nps_limit=1e9)
+    limited.run()
+    assert limited.error is None and limited.compiled_lanes is None and limited.root.n == 300
+
+
+@pytest.mark.parametrize("backend,options", [("random", ""), ("random", "seed=7"), ("random", "uniform=true"),
+                                             ("trivial", "")])
+def test_the_compiled_dispatch_is_the_backends_evaluation(backend, options):
+    b = create_backend(backend, load_net(NET), options)
+    boards = [parse_position(None, []), parse_position(None, ["e2e4", "c7c5"]),
+              parse_position("8/5pk1/6p1/3R4/8/6P1/5PK1/2r5 b - - 4 40", [])]
+    planes = encode_positions(boards, b.net.input_format)
+    want_out = b.evaluate(planes)
+    entry = b.compiled_eval()
+    policy, q, d = new_outputs(entry, 8)
+    masks = np.zeros((8, planes.masks.shape[1]), np.uint64)
+    values = np.ones((8, planes.values.shape[1]), np.float32)
+    masks[:3], values[:3] = planes.masks, planes.values
+    want, nwant = every_index(8)
+    evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d)
+    assert np.array_equal(policy[:3], want_out.policy) and np.array_equal(q[:3], want_out.q)
+    assert np.array_equal(d[:3], want_out.d)
+    # the search threads ask for a few indices a position (its legal moves'): those exactly, the rest untouched
+    policy, q, d = new_outputs(entry, 8)
+    untouched = policy.copy()
+    rng = np.random.default_rng(1)
+    want = rng.integers(0, policy.shape[1], size=(8, 40)).astype(np.int32)
+    nwant = np.array([40, 0, 17, 0, 0, 0, 0, 0], np.int32)
+    evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d)
+    asked = np.zeros(policy.shape, bool)
+    for j in range(3):
+        asked[j, want[j, :nwant[j]]] = True
+    assert np.array_equal(policy[:3][asked[:3]], want_out.policy[asked[:3]])
+    assert np.array_equal(policy[~asked], untouched[~asked])
+    assert np.array_equal(q[:3], want_out.q) and np.array_equal(d[:3], want_out.d)
+
+
+def test_the_compiled_collision_budget_is_the_searchs():
+    for params in (SearchParams(), SearchParams(max_collision_visits=500, max_collision_visits_scaling_start=10,
+                                                max_collision_visits_scaling_end=20000,
+                                                max_collision_visits_scaling_power=1.7)):
+        p = params.packed(False, 1, "no", 0)
+        for nodes in (0, 1, 27, 800, 801, 5000, 12345.5, 145000, 10**7, float("inf")):
+            assert collision_budget(p, float(nodes)) == python_budget(nodes, params), (params, nodes)
