@@ -588,16 +588,6 @@ class Search:
         slot.pending = None
 
     # ---- stopping
-    def _root_edges(self):
-        """Root edge arrays: (child rows, moves codes, priors); empty when not expanded."""
-        t = self.tree.arrays
-        row = self._root_row()
-        fe = int(t.first_edge[row])
-        if fe < 0:
-            return None
-        ne = int(t.num_edges[row])
-        return t.e_child[fe:fe + ne], t.e_code[fe:fe + ne], t.e_p[fe:fe + ne]
-
     def _stats(self) -> IterationStats:
         """The stoppers' view of the search; the root's part comes from the compiled `root_report`
         that ended the last gathering or batch."""
