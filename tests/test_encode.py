@@ -1,4 +1,4 @@
-"""The compiled encoder (`search.encode`) against the general encoder (`encoding.planes`), bit for bit.
+"""The compiled encoder (`search.core.encode`) against the general encoder (`encoding.planes`), bit for bit.
 
 Positions: every ply of the famous games and hand-made lines of tests/data/games.json (en passant,
 castling-right changes, promotions, high rule-50 starts, repetitions, pawnless endings with

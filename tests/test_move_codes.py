@@ -1,7 +1,7 @@
 """Policy indices of the search's move codes against encoding.legal_policy (the board version).
 
 For positions of both colours, every canonical transform and Chess960 castling, the index table of
-search.move_codes must give each legal move the policy index that `legal_move_indices` gives it.
+search.core.move_codes must give each legal move the policy index that `legal_move_indices` gives it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The compiled chess rules (lc0_rocm/search/rules.py) against python-chess, the truth for moves,
+"""The compiled chess rules (lc0_rocm/search/core/rules.py) against python-chess, the truth for moves,
 their order, check and the position after each move.
 
 Along seeded random games from the start position, from the perft test positions (castling, en

@@ -129,7 +129,7 @@ def encode_fen(fen: str, input_format: int) -> PackedPlanes:
 
 class BatchEncoder:
     """Builds the batch lc0's backendbench times: `n` copies of one position, every row encoded by
-    the search's compiled encoder (`search.encode`, the engine's own path; lc0 encodes in C++)."""
+    the search's compiled encoder (`search.core.encode`, the engine's own path; lc0 encodes in C++)."""
 
     def __init__(self, history: History, input_format: int, fill: str = "fen_only"):
         from ..encoding.planes import encode_positions

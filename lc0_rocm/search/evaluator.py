@@ -1,6 +1,6 @@
 """The search's side of the network: the backend, the NN cache, and batches in flight.
 
-`NNEvaluator` owns what outlives one search: the backend, the NN cache (`search.nncache`), the
+`NNEvaluator` owns what outlives one search: the backend, the NN cache (`search.core.nncache`), the
 policy tables the worker reads (policy index of every move code by side to move and transform),
 and one worker thread that runs a synchronous backend's `evaluate` while the search gathers the
 next batch. `Pending` is one batch on its way through the network.

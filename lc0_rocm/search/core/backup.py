@@ -7,7 +7,7 @@ DoBackupUpdate, `src/search/classic/search.cc`), compiled.
   batch's terminals and cache hits kept in it (OutOfOrderEval off) are backed up in pick order.
 * `backup` is DoBackupUpdateSingleNode with proven wins/losses as bounds (sticky endgames).
 * `cancel_path`, `revert_batch`: visits in flight taken back; `make_terminal` and the two-fold
-  reversal of tree reuse, which picking (search/pick.py) and extension (search/extend.py) share.
+  reversal of tree reuse, which picking (search/core/pick.py) and extension (search/core/extend.py) share.
 """
 
 from __future__ import annotations
@@ -269,7 +269,7 @@ def rescale_value(t, p, node, q, d):
 @jit
 def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk):
     """Expand the batch's leaves from the network outputs, store them in the cache, back them up
-    (`expand_rows`, then `back_up_rows`; `clk`: the cache's lock word, search/spinlock.py)."""
+    (`expand_rows`, then `back_up_rows`; `clk`: the cache's lock word, search/core/spinlock.py)."""
     expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk)
     back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh)
 

@@ -4,8 +4,8 @@
 input planes, canonical transform, side to move, tablebase mark) and, with OutOfOrderEval off, the
 terminals and cache hits lc0 keeps in the minibatch to back up with it (the d* arrays). The worker's
 counters live in one int64 array `stats`, indexed by the S_* constants. Shared by the picking
-(search/pick.py), extension (search/extend.py), backup (search/backup.py) and gathering
-(search/worker.py) modules.
+(search/core/pick.py), extension (search/core/extend.py), backup (search/core/backup.py) and gathering
+(search/core/worker.py) modules.
 """
 
 from __future__ import annotations

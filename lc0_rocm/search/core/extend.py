@@ -190,7 +190,7 @@ def _cache_hit(c, key, info, i):
 @jit
 def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, keys, i):
     """The part of a first visit that writes only `node` itself (with several search threads it runs
-    outside the tree's lock: search/shared_worker.py): its position, legal moves (into `codes`), the
+    outside the tree's lock: search/core/shared_worker.py): its position, legal moves (into `codes`), the
     terminal rules (a terminal is made here), the tablebase test and the NN-cache lookup; a leaf for
     the network gets its planes in masks/values[row]. info[i] = (LEAF_*, cache slot, move count,
     transform, tablebase mark); keys[i] the cache key."""

@@ -146,7 +146,7 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, w):
     """lc0's PickNodesToExtendTask from the root for `limit` visits, into w.out_* (see `emit`; max > 0:
     a collision that may grow to that many visits); returns how many entries. `skip`: root edges not
     to search when `use_skip` (`root_filter`: searchmoves, which lifts lc0's scan limit). `w`: the
-    worker's scratch arrays (search/worker.py: WorkArrays)."""
+    worker's scratch arrays (search/core/worker.py: WorkArrays)."""
     root = t.meta[M_ROOT]
     if t.n[root] == 0 or t.term[root] != NON_TERMINAL:
         return pick_root_leaf(t, root, limit, w)

@@ -1,5 +1,5 @@
 """The chess rules of the search's compiled hot path: legal moves, make-move, check, mating
-material and position keys on numpy bitboards, compiled with numba (`@jit` of search/jit.py).
+material and position keys on numpy bitboards, compiled with numba (`@jit` of lc0_rocm/jit.py).
 
 A position is what the search keeps per tree node in arrays: `bbs` (uint64[12]: wP wN wB wR wQ wK
 bP bN bB bR bQ bK, absolute squares, a1 = 0, as `PositionState.bbs`), `black` (side to move),

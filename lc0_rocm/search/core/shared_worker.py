@@ -4,12 +4,12 @@ lc0 runs two search threads on one tree by default (`src/search/classic/search.c
 own minibatch, picking under a shared lock on the nodes with atomic visits in flight, extends the
 nodes it picked outside it (no other thread descends into a node whose first visit is in flight: it
 has no visits yet), and backs values up under the exclusive lock. Here the same, with the lock word
-of search/spinlock.py, a pick at a time:
+of search/core/spinlock.py, a pick at a time:
 
-  1. shared: one multi-visit pick (search/pick.py: visits in flight and new rows by atomic
+  1. shared: one multi-visit pick (search/core/pick.py: visits in flight and new rows by atomic
      operations), its first visits marked; with ExactNodeLimit its visits are counted in flight
      before it starts, so threads picking together never pass `go nodes`;
-  2. no lock: each first visit's node-local work (search/extend.py's `extend_leaf`: position,
+  2. no lock: each first visit's node-local work (search/core/extend.py's `extend_leaf`: position,
      legal moves, terminal rules, NN-cache probe, input planes) into its own batch row;
   3. shared: the leaves committed in pick order (a cache hit is looked up again: the probe read the
      cache without a lock), collisions kept as in `worker.gather`;

@@ -1,7 +1,7 @@
 """The search worker, compiled: gather a minibatch (lc0's GatherMinibatch, `src/search/classic/search.cc`).
 
 lc0's `SearchWorker` as numba functions over the tree arrays (`search.tree`), the NN cache
-(`search.nncache`) and a batch's arrays (`search.batch.BatchArrays`), in four modules along lc0's
+(`search.core.nncache`) and a batch's arrays (`search.core.batch.BatchArrays`), in four modules along lc0's
 lines:
 
 * here, `gather` is GatherMinibatch: repeated multi-visit picks, each sending up to min(collisions
@@ -9,9 +9,9 @@ lines:
   hits are evaluated out of order (that pick's collisions taken back, backed up newest first; at
   most MaxOutOfOrderEvalsFactor x MinibatchSize of them); collisions keep their virtual loss until
   the batch is complete; the collision budget ends the gathering when spent.
-* search/pick.py: PickNodesToExtendTask (PUCT, virtual loss, the root moves a search may skip).
-* search/extend.py: ExtendNode (position, legal moves, terminal rules, NN cache, input planes).
-* search/backup.py: the network's results into the tree (softmax, 16-bit priors, edge order, the
+* search/core/pick.py: PickNodesToExtendTask (PUCT, virtual loss, the root moves a search may skip).
+* search/core/extend.py: ExtendNode (position, legal moves, terminal rules, NN cache, input planes).
+* search/core/backup.py: the network's results into the tree (softmax, 16-bit priors, edge order, the
   cache entry) and DoBackupUpdate (values up to the root, proven results as bounds).
 
 tests/test_search.py checks the tree against the real lc0 visit for visit.
