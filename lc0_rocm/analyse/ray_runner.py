@@ -19,7 +19,10 @@ from __future__ import annotations
 import logging
 import pickle
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from .request import AnalyseRequest, BackendChoice
 
 WINDOW_UNITS = 256  # units per Dataset execution
 UNITS_PER_CALL = 8  # units an actor analyses in one pipeline run (full batches across them)
@@ -97,7 +100,7 @@ def actor_resources(backend: str, actors: int, cluster: dict) -> tuple[int, dict
     return actors or 2, {"num_cpus": 1}
 
 
-def run_on_ray(req, progress) -> int:
+def run_on_ray(req: AnalyseRequest, progress) -> int:
     """`--ray ADDRESS`: the run of `req` (an `AnalyseRequest`) on the cluster."""
     try:
         import ray.data  # noqa: F401  (Ray Data, not only Ray)
@@ -147,7 +150,7 @@ def run_on_ray(req, progress) -> int:
     return 0
 
 
-def _check_backend(be) -> None:
+def _check_backend(be: BackendChoice) -> None:
     """The one-line errors the actors would otherwise raise inside Ray (a traceback per actor): the
     backend name, the options string and the weights file, checked here before the cluster starts."""
     import os

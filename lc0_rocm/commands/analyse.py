@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
+from ..analyse.reader import FORMATS
 from ..analyse.records import THRESHOLDS
 from ..backends.factory import BACKEND_NAMES, DEFAULT_BACKEND
+
+if TYPE_CHECKING:
+    from ..analyse.request import AnalyseRequest
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="PGN, EPD or FEN-list files; - for stdin")
-    parser.add_argument("--format", default="auto", choices=("auto", "pgn", "epd", "fen"),
+    parser.add_argument("--format", default="auto", choices=FORMATS,
                         help="input format (default: from the extension, else the first line)")
     net = parser.add_argument_group("net and backend (as eval)")
     net.add_argument("--weights", "-w", metavar="FILE", help="network file (default: the bundled net)")
@@ -67,7 +72,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="Ray: backend actors (default: one per GPU of the cluster, or 2 on CPUs)")
 
 
-def build_request(args: argparse.Namespace):
+def build_request(args: argparse.Namespace) -> AnalyseRequest:
     """The run's `AnalyseRequest` from the parsed command line, every value checked (InputError with one
     line on a bad one): the only reader of argparse's namespace for analyse."""
     from ..analyse.reader import InputError, Selection, check_inputs
