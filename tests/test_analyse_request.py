@@ -72,6 +72,7 @@ def test_request_from_the_command_line(tmp_path):
     lichess = THRESHOLDS["lichess"]
     assert req.thresholds == Thresholds(lichess.inaccuracy, 0.12, lichess.blunder)
     assert req.outputs.paths() == {"jsonl": "-", "csv": None, "pgn": "o.pgn", "summary": None}
+    assert req.outputs.wanted() == {"jsonl", "pgn"}
     assert (req.backend.name, req.backend.options, req.backend.batch_size, req.backend.weights) == \
         ("cpu", "threads=2", 64, None)
     assert (req.scale.workers, req.scale.ray, req.scale.ray_actors) == (3, None, 0)
@@ -86,3 +87,11 @@ def test_a_bad_value_fails_while_building(tmp_path):
     pgn.write_text("1. e4 e5 *\n")
     with pytest.raises(InputError, match="--nodes 0"):
         _request(str(pgn), "--nodes", "0")
+
+
+def test_jsonl_on_stdout_when_no_file_is_asked(tmp_path):
+    pgn = tmp_path / "g.pgn"
+    pgn.write_text("1. e4 e5 *\n")
+    req = _request(str(pgn))
+    assert req.mode == "raw" and req.outputs.wanted() == {"jsonl"}
+    assert req.annotator() == "lc0-rocm analyse (default net, raw network)"

@@ -1,6 +1,7 @@
-"""One `lc0-rocm analyse` run from its request (`request.AnalyseRequest`): load the net (API), start its backend (in raw
-mode on its own thread, while the pipeline reads and prepares games), open the outputs (resume) and
-the progress line, and run the local pipeline (raw or search mode) or hand over to Ray.
+"""One `lc0-rocm analyse` run from its request (`request.AnalyseRequest`): load the net (API), start
+its backend (in raw mode on its own thread, while the pipeline reads and prepares games), open the
+outputs (resume) and the progress line, and run the local pipeline (raw or search mode) or hand over
+to Ray.
 
 Ctrl-C stops the run between games: the files hold whole games, the resume sidecar is saved, one
 line says how to continue, and the exit code is 130.
@@ -15,7 +16,7 @@ from .pipeline import RunConfig, run_raw
 from .progress import Progress
 from .reader import input_size
 from .request import AnalyseRequest
-from .run_parts import check_read, open_outputs, summary, wanted, write_all
+from .run_parts import check_read, open_outputs, summary, write_all
 from .work import FinishConfig, WorkConfig
 
 
@@ -59,10 +60,11 @@ def run(req: AnalyseRequest) -> int:
             pool.terminate()
         raise
     try:
-        outputs = open_outputs(paths, mode, req.signature, req.outputs.resume, progress)  # on failure `finally` closes the opening
+        # on failure `finally` closes the opening
+        outputs = open_outputs(paths, mode, req.signature, req.outputs.resume, progress)
         page = html_collector(req, outputs.after_game)
         work = WorkConfig(mode, req.selection, net.input_format, req.top)
-        fin = FinishConfig(mode, req.top, wanted(paths), req.thresholds, req.annotator(), req.outputs.plot,
+        fin = FinishConfig(mode, req.top, req.outputs.wanted(), req.thresholds, req.annotator(), req.outputs.plot,
                            keep_records=page is not None)
         # search mode takes seconds a game: each game is written and checkpointed as soon as it is done
         cfg = RunConfig(list(req.inputs.paths), req.inputs.format, work, fin, be.batch_size, workers,

@@ -108,7 +108,7 @@ def run_on_ray(req: AnalyseRequest, progress) -> int:
         from ..errors import Lc0RocmError
 
         raise Lc0RocmError("--ray needs Ray Data: pip install 'lc0-rocm[ray]'") from None
-    from .run_parts import check_read, open_outputs, summary, wanted, write_all
+    from .run_parts import check_read, open_outputs, summary, write_all
     from .reader import read_units
     from .work import FinishConfig
 
@@ -128,7 +128,7 @@ def run_on_ray(req: AnalyseRequest, progress) -> int:
         ctx.execution_options.preserve_order = False
         logging.getLogger("ray.data").setLevel(logging.WARNING)
         n_actors, resources = actor_resources(req.backend.name, req.scale.ray_actors, ray.cluster_resources())
-        fin = FinishConfig(mode, req.top, wanted(paths), req.thresholds, req.annotator(), req.outputs.plot)
+        fin = FinishConfig(mode, req.top, req.outputs.wanted(), req.thresholds, req.annotator(), req.outputs.plot)
         kwargs = dict(weights=req.backend.weights, backend=req.backend.name, backend_opts=req.backend.options,
                       mode=mode, selection=req.selection, top=req.top, finish_cfg=fin, nodes=req.nodes)
         units = read_units(list(req.inputs.paths), req.inputs.format, games_per_unit=4,

@@ -38,6 +38,10 @@ class OutputFiles:
         """The record files by kind, as `writers.Outputs` takes them."""
         return {"jsonl": self.jsonl, "csv": self.csv, "pgn": self.pgn, "summary": self.summary}
 
+    def wanted(self) -> frozenset:
+        """The kinds of record file asked for; JSONL (on stdout) when none is."""
+        return frozenset(k for k, v in self.paths().items() if v) or frozenset({"jsonl"})
+
 
 @dataclass(frozen=True)
 class BackendChoice:

@@ -1,6 +1,6 @@
 """The parts of an `lc0-rocm analyse` run that the local run (`driver`) and the Ray run (`ray_runner`)
-share (both take their settings from `request.AnalyseRequest`): the files wanted, opening the outputs,
-the last line and Ctrl-C's handling.
+share (both take their settings from `request.AnalyseRequest`): opening the outputs, the last line and
+Ctrl-C's handling.
 """
 
 from __future__ import annotations
@@ -9,10 +9,6 @@ import sys
 
 from .reader import InputError
 from .writers import SAVE_INTERVAL_S, Outputs
-
-
-def wanted(paths: dict) -> frozenset:
-    return frozenset(k for k, v in paths.items() if v) or frozenset({"jsonl"})
 
 
 def open_outputs(paths: dict, mode: str, signature: dict, resume: bool, progress) -> Outputs:
