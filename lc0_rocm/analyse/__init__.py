@@ -4,6 +4,8 @@ The package sits at the top of the layers, beside `lc0_rocm.commands`: it opens 
 through the public API (`lc0_rocm.api.open_backend`) and, in search mode, runs the engine's search
 (`lc0_rocm.search.search.Search`). One module per job:
 
+- `request`: `AnalyseRequest`, what one run is asked to do (built by `commands/analyse.py` from the
+  command line; nothing here sees argparse).
 - `reader`: inputs (PGN, EPD, FEN lists, stdin) → games, split into units of work; `Selection`
   (plies, side, every N); parsing a game (in a worker) and reporting a bad one.
 - `records`: the record schema (one record per position before a played move), expected scores,

@@ -1,6 +1,7 @@
-"""One `lc0-rocm analyse` run from its parsed arguments: load the net (API), start its backend (in raw
-mode on its own thread, while the pipeline reads and prepares games), open the outputs (resume) and
-the progress line, and run the local pipeline (raw or search mode) or hand over to Ray.
+"""One `lc0-rocm analyse` run from its request (`request.AnalyseRequest`): load the net (API), start
+its backend (in raw mode on its own thread, while the pipeline reads and prepares games), open the
+outputs (resume) and the progress line, and run the local pipeline (raw or search mode) or hand over
+to Ray.
 
 Ctrl-C stops the run between games: the files hold whole games, the resume sidecar is saved, one
 line says how to continue, and the exit code is 130.
@@ -14,7 +15,8 @@ import time
 from .pipeline import RunConfig, run_raw
 from .progress import Progress
 from .reader import input_size
-from .run_parts import annotator, check_read, open_outputs, output_paths, summary, wanted, write_all
+from .request import AnalyseRequest
+from .run_parts import check_read, open_outputs, summary, write_all
 from .work import FinishConfig, WorkConfig
 
 
@@ -27,44 +29,46 @@ def default_workers(backend_name: str) -> int:
     return max(0, min(32, (os.cpu_count() or 1) - 2))
 
 
-def run(args, selection, thresholds, signature: dict) -> int:
-    mode = "search" if args.nodes else "raw"
-    paths = output_paths(args)
-    progress = Progress(input_size(args.inputs), enabled=args.progress)
-    if args.ray:
+def run(req: AnalyseRequest) -> int:
+    mode = req.mode
+    paths = req.outputs.paths()
+    be = req.backend
+    progress = Progress(input_size(req.inputs.paths), enabled=req.outputs.progress)
+    if req.scale.ray:
         from .ray_runner import run_on_ray
 
-        return run_on_ray(args, selection, thresholds, signature, progress)
+        return run_on_ray(req, progress)
     from ..api import load_for_backend, open_backend
     from .pipeline import Opening, check_batch, make_pool
 
     t0 = time.monotonic()
-    workers = args.workers if args.workers >= 0 else default_workers(args.backend)
+    workers = req.scale.workers if req.scale.workers >= 0 else default_workers(be.name)
     pool = make_pool(workers)  # the workers start up while the net loads
     opening = None
     try:
-        net = load_for_backend(args.weights, args.backend_opts)
+        net = load_for_backend(be.weights, be.options)
         if mode == "raw":
             # the backend starts (net conversion, GPU preparation, the start-position check) on its own
             # thread while the reader reads and the workers prepare the first games
-            opening = Opening(lambda: open_backend(net, args.backend, args.backend_opts, check=True,
-                                                   check_batch=check_batch(args.batch_size)))
+            opening = Opening(lambda: open_backend(net, be.name, be.options, check=True,
+                                                   check_batch=check_batch(be.batch_size)))
             evaluator = opening
         else:
-            evaluator = open_backend(net, args.backend, args.backend_opts, check=True)
+            evaluator = open_backend(net, be.name, be.options, check=True)
     except BaseException:
         if pool is not None:
             pool.terminate()
         raise
     try:
-        outputs = open_outputs(paths, mode, signature, args.resume, progress)  # on failure `finally` closes the opening
-        page = html_collector(args, outputs.after_game)
-        work = WorkConfig(mode, selection, net.input_format, args.top)
-        fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot,
+        # on failure `finally` closes the opening
+        outputs = open_outputs(paths, mode, req.signature, req.outputs.resume, progress)
+        page = html_collector(req, outputs.after_game)
+        work = WorkConfig(mode, req.selection, net.input_format, req.top)
+        fin = FinishConfig(mode, req.top, req.outputs.wanted(), req.thresholds, req.annotator(), req.outputs.plot,
                            keep_records=page is not None)
         # search mode takes seconds a game: each game is written and checkpointed as soon as it is done
-        cfg = RunConfig(list(args.inputs), args.format, work, fin, args.batch_size, workers,
-                        outputs.after_game, args.max_games, games_per_unit=16 if mode == "raw" else 1, pool=pool)
+        cfg = RunConfig(list(req.inputs.paths), req.inputs.format, work, fin, be.batch_size, workers,
+                        outputs.after_game, req.max_games, games_per_unit=16 if mode == "raw" else 1, pool=pool)
 
         def sink(unit, outs):
             outputs.write(unit, outs)
@@ -78,10 +82,10 @@ def run(args, selection, thresholds, signature: dict) -> int:
             else:
                 from .search_mode import run_search_mode
 
-                run_search_mode(evaluator, cfg, args.nodes, sink)
+                run_search_mode(evaluator, cfg, req.nodes, sink)
 
         try:
-            code = write_all(body, outputs, progress, args.max_games)
+            code = write_all(body, outputs, progress, req.max_games)
         except BaseException:
             if opening is not None and opening.error is not None:
                 outputs.discard()  # the backend never started: no output of this run is left behind
@@ -100,20 +104,20 @@ def run(args, selection, thresholds, signature: dict) -> int:
     if opening is not None:
         evaluator = opening.value
     dt = time.monotonic() - t0
-    check_read(progress, outputs, args.inputs)
+    check_read(progress, outputs, req.inputs.paths)
     summary(progress, dt, f"({progress.positions / max(dt, 1e-9):,.0f} positions/s), backend {evaluator.backend_name}")
     return 0
 
 
-def html_collector(args, after_game: int):
+def html_collector(req: AnalyseRequest, after_game: int):
     """`--html FILE`: the collector of the page's games (with those an interrupted run wrote when it
     resumes), or None."""
-    if not args.html:
+    if not req.outputs.html:
         return None
     from .html_report import Collector
     from .summary import game_summary
 
-    page = Collector(args.html, summarise=game_summary)
+    page = Collector(req.outputs.html, summarise=game_summary)
     if after_game:
-        page.add_written(args.jsonl, list(args.inputs), args.format, after_game)
+        page.add_written(req.outputs.jsonl, list(req.inputs.paths), req.inputs.format, after_game)
     return page

@@ -19,7 +19,10 @@ from __future__ import annotations
 import logging
 import pickle
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from .request import AnalyseRequest, BackendChoice
 
 WINDOW_UNITS = 256  # units per Dataset execution
 UNITS_PER_CALL = 8  # units an actor analyses in one pipeline run (full batches across them)
@@ -97,24 +100,25 @@ def actor_resources(backend: str, actors: int, cluster: dict) -> tuple[int, dict
     return actors or 2, {"num_cpus": 1}
 
 
-def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
+def run_on_ray(req: AnalyseRequest, progress) -> int:
+    """`--ray ADDRESS`: the run of `req` (an `AnalyseRequest`) on the cluster."""
     try:
         import ray.data  # noqa: F401  (Ray Data, not only Ray)
     except ImportError:
         from ..errors import Lc0RocmError
 
         raise Lc0RocmError("--ray needs Ray Data: pip install 'lc0-rocm[ray]'") from None
-    from .run_parts import annotator, check_read, open_outputs, output_paths, summary, wanted, write_all
+    from .run_parts import check_read, open_outputs, summary, write_all
     from .reader import read_units
     from .work import FinishConfig
 
-    _check_backend_args(args)
+    _check_backend(req.backend)
     t0 = time.monotonic()
-    mode = "search" if args.nodes else "raw"
-    paths = output_paths(args)
-    outputs = open_outputs(paths, mode, signature, args.resume, progress)
+    mode = req.mode
+    paths = req.outputs.paths()
+    outputs = open_outputs(paths, mode, req.signature, req.outputs.resume, progress)
     try:
-        connect(args.ray, num_cpus=None)
+        connect(req.scale.ray, num_cpus=None)
     except BaseException:
         outputs.close()
         raise
@@ -123,12 +127,12 @@ def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
         ctx.enable_progress_bars = False
         ctx.execution_options.preserve_order = False
         logging.getLogger("ray.data").setLevel(logging.WARNING)
-        n_actors, resources = actor_resources(args.backend, args.ray_actors, ray.cluster_resources())
-        fin = FinishConfig(mode, args.top, wanted(paths), thresholds, annotator(args), args.plot)
-        kwargs = dict(weights=args.weights, backend=args.backend, backend_opts=args.backend_opts, mode=mode,
-                      selection=selection, top=args.top, finish_cfg=fin, nodes=args.nodes)
-        units = read_units(args.inputs, args.format, games_per_unit=4, after_game=outputs.after_game,
-                           max_games=args.max_games)
+        n_actors, resources = actor_resources(req.backend.name, req.scale.ray_actors, ray.cluster_resources())
+        fin = FinishConfig(mode, req.top, req.outputs.wanted(), req.thresholds, req.annotator(), req.outputs.plot)
+        kwargs = dict(weights=req.backend.weights, backend=req.backend.name, backend_opts=req.backend.options,
+                      mode=mode, selection=req.selection, top=req.top, finish_cfg=fin, nodes=req.nodes)
+        units = read_units(list(req.inputs.paths), req.inputs.format, games_per_unit=4,
+                           after_game=outputs.after_game, max_games=req.max_games)
         def body():
             while True:
                 window = [u for _, u in zip(range(WINDOW_UNITS), units)]
@@ -136,17 +140,17 @@ def run_on_ray(args, selection, thresholds, signature: dict, progress) -> int:
                     break
                 _run_window(ray, window, kwargs, n_actors, resources, outputs, progress)
 
-        if write_all(body, outputs, progress, args.max_games) == 130:
+        if write_all(body, outputs, progress, req.max_games) == 130:
             return 130
     finally:
-        if args.ray == "local":
+        if req.scale.ray == "local":
             ray.shutdown()
-    check_read(progress, outputs, args.inputs)
+    check_read(progress, outputs, req.inputs.paths)
     summary(progress, time.monotonic() - t0, f"on Ray ({n_actors} actors)")
     return 0
 
 
-def _check_backend_args(args) -> None:
+def _check_backend(be: BackendChoice) -> None:
     """The one-line errors the actors would otherwise raise inside Ray (a traceback per actor): the
     backend name, the options string and the weights file, checked here before the cluster starts."""
     import os
@@ -154,10 +158,10 @@ def _check_backend_args(args) -> None:
     from ..backends.factory import check_backend_name, parse_backend_options
     from ..errors import NetFormatError
 
-    check_backend_name(args.backend)
-    parse_backend_options(args.backend_opts)
-    if args.weights and not os.path.isfile(args.weights):
-        raise NetFormatError(f"No such file or directory: {args.weights}")
+    check_backend_name(be.name)
+    parse_backend_options(be.options)
+    if be.weights and not os.path.isfile(be.weights):
+        raise NetFormatError(f"No such file or directory: {be.weights}")
 
 
 def _run_window(ray, window: list, kwargs: dict, n_actors: int, resources: dict, outputs, progress) -> None:

@@ -1,28 +1,14 @@
 """The parts of an `lc0-rocm analyse` run that the local run (`driver`) and the Ray run (`ray_runner`)
-share: the output paths, the annotator's name, opening the outputs, the last line and Ctrl-C's handling.
+share (both take their settings from `request.AnalyseRequest`): opening the outputs, the last line and
+Ctrl-C's handling.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 from .reader import InputError
 from .writers import SAVE_INTERVAL_S, Outputs
-
-
-def output_paths(args) -> dict:
-    return {"jsonl": args.jsonl, "csv": args.csv, "pgn": args.pgn_out, "summary": args.summary}
-
-
-def wanted(paths: dict) -> frozenset:
-    return frozenset(k for k, v in paths.items() if v) or frozenset({"jsonl"})
-
-
-def annotator(args) -> str:
-    net = os.path.basename(args.weights) if args.weights else "default net"
-    how = f"search {args.nodes} nodes" if args.nodes else "raw network"
-    return f"lc0-rocm analyse ({net}, {how})"
 
 
 def open_outputs(paths: dict, mode: str, signature: dict, resume: bool, progress) -> Outputs:

@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
+from ..analyse.reader import FORMATS
 from ..analyse.records import THRESHOLDS
 from ..backends.factory import BACKEND_NAMES, DEFAULT_BACKEND
+
+if TYPE_CHECKING:
+    from ..analyse.request import AnalyseRequest
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="PGN, EPD or FEN-list files; - for stdin")
-    parser.add_argument("--format", default="auto", choices=("auto", "pgn", "epd", "fen"),
+    parser.add_argument("--format", default="auto", choices=FORMATS,
                         help="input format (default: from the extension, else the first line)")
     net = parser.add_argument_group("net and backend (as eval)")
     net.add_argument("--weights", "-w", metavar="FILE", help="network file (default: the bundled net)")
@@ -67,9 +72,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="Ray: backend actors (default: one per GPU of the cluster, or 2 on CPUs)")
 
 
-def _check(args):
+def build_request(args: argparse.Namespace) -> AnalyseRequest:
+    """The run's `AnalyseRequest` from the parsed command line, every value checked (InputError with one
+    line on a bad one): the only reader of argparse's namespace for analyse."""
     from ..analyse.reader import InputError, Selection, check_inputs
     from ..analyse.records import Thresholds
+    from ..analyse.request import AnalyseRequest, BackendChoice, Inputs, OutputFiles, Scale
 
     check_inputs(args.inputs)
     if args.inputs.count("-") > 1:
@@ -106,10 +114,17 @@ def _check(args):
             os.makedirs(args.plot, exist_ok=True)
         except OSError as e:
             raise InputError(f"--plot {args.plot}: {e.strerror}") from None
-    return selection, thresholds
+    return AnalyseRequest(
+        inputs=Inputs(tuple(args.inputs), args.format),
+        outputs=OutputFiles(args.jsonl, args.csv, args.pgn_out, args.summary, args.plot, args.html, args.resume,
+                            args.progress),
+        backend=BackendChoice(args.weights, args.backend, args.backend_opts, args.batch_size),
+        scale=Scale(args.workers, args.ray, args.ray_actors),
+        selection=selection, thresholds=thresholds, nodes=args.nodes, top=args.top, max_games=args.max_games,
+        signature=_signature(args))
 
 
-def signature(args) -> dict:
+def _signature(args) -> dict:
     """What a resumed run must share with the interrupted one."""
     return {"inputs": [i if i == "-" else os.path.abspath(i) for i in args.inputs], "format": args.format,
             "mode": "search" if args.nodes else "raw", "nodes": args.nodes, "plies": args.plies,
@@ -120,5 +135,4 @@ def signature(args) -> dict:
 def run(args) -> int:
     from ..analyse import driver
 
-    selection, thresholds = _check(args)
-    return driver.run(args, selection, thresholds, signature(args))
+    return driver.run(build_request(args))
