@@ -33,19 +33,22 @@ POLL_S = 0.2  # how often the engine looks for the ready marker while another pr
 
 def compile_search() -> None:
     """Compile every entry point of the search into the cache (or load it from there): `warm_up`
-    on the bundled net and the CPU backend."""
+    on the bundled net with the CPU backend, then with lc0's `trivial` one, whose compiled evaluation
+    takes the search threads' compiled batch cycle (search/core/cycle.py, shared with `random`)."""
     from ..backends.cpu import CpuBackend
+    from ..backends.trivial import TrivialBackend
     from ..default_net import default_net_path
     from ..net.loader import load_net
     from .evaluator import NNEvaluator
     from .warmup import warm_up
 
     net = load_net(default_net_path())
-    evaluator = NNEvaluator(CpuBackend(net), net.input_format, 1024, 1.0)
-    try:
-        warm_up(evaluator, net.has_wdl, net.has_moves_left, 0)
-    finally:
-        evaluator.close()
+    for backend in (CpuBackend(net), TrivialBackend(net, {})):
+        evaluator = NNEvaluator(backend, backend.net.input_format, 1024, 1.0)
+        try:
+            warm_up(evaluator, backend.net.has_wdl, backend.net.has_moves_left, 0)
+        finally:
+            evaluator.close()
 
 
 def entry_points() -> list:
