@@ -28,6 +28,7 @@ from .core import batch as bt
 from .core import cycle as cy
 from .core import worker as wk
 from .core.packed_params import P_TB_PIECES
+from .tree import EDGES_PER_ROW
 
 # lc0's watchdog (`Search::WatchdogThread`) waits 1-100 ms between its looks, and its search threads
 # ask the stoppers after every batch themselves; ours cannot (the stoppers are Python), so the watcher
@@ -66,7 +67,7 @@ class CompiledLanes:
     def run_round(self) -> None:
         s = self.search
         rows, entries = s._lane_room()
-        self.room[:] = (rows, rows * 220, entries, s.ev.cache.slot_limit)
+        self.room[:] = (rows, rows * EDGES_PER_ROW, entries, s.ev.cache.slot_limit)
         self._publish()
         threads = [threading.Thread(target=self._lane, args=(k,), name=f"search-{k + 1}", daemon=True)
                    for k in range(len(s._lanes))]
@@ -85,13 +86,21 @@ class CompiledLanes:
         s = self.search
         while not s._halt.is_set() and not s._stopping():
             self.wake.clear()
-            stop = s._locked(s._check_stop)
+            stop = s._locked(self._look)
             self._publish()
             if stop:
                 s._halt_reason = stop
                 return
-            s._locked(s._maybe_send_info)
             self.wake.wait(WATCH_INTERVAL_S)
+
+    def _look(self) -> str:
+        """The stoppers' answer and, when they let the search go on, an info line if one is due:
+        one pass under the tree's shared lock."""
+        s = self.search
+        stop = s._check_stop()
+        if not stop:
+            s._maybe_send_info()
+        return stop
 
     def _publish(self) -> None:
         """The stoppers' hint and `go nodes` (new after a ponderhit) for the threads' next batches."""

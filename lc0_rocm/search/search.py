@@ -53,7 +53,7 @@ from .limits import IterationStats, SearchLimits
 from .params import SearchParams, batches_in_flight, collision_budget, search_threads, suggested_minibatch
 from .report import InfoLine
 from .stoppers import Stopper
-from .tree import NodeTree, NodeView
+from .tree import EDGES_PER_ROW, NodeTree, NodeView
 
 DEADLINE_WATCH_MAX_WAIT_S = 0.1  # the deadline's watcher looks at least this often (lc0's kMaxWaitTimeMs)
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
@@ -378,17 +378,17 @@ class Search:
 
     def _lane_room(self) -> tuple[int, int]:
         """Tree rows and cache entries every search thread inside the gate at once may take: a
-        gathering's rows (x220 edges: a batch's expansion too) and two batches' entries each."""
+        gathering's rows (EDGES_PER_ROW edges each: a batch's expansion too) and two batches' entries each."""
         rows = len(self._lanes) * (self.minibatch + self._max_ooo + 16)
         return rows, 2 * rows
 
     def _lanes_have_room(self) -> bool:
         rows, entries = self._lane_room()
-        return self.tree.has_room(rows, rows * 220) and not self.ev.cache.needs_room(entries)
+        return self.tree.has_room(rows, rows * EDGES_PER_ROW) and not self.ev.cache.needs_room(entries)
 
     def _make_room_for_lanes(self) -> None:
         rows, entries = self._lane_room()
-        self.tree.reserve(rows, rows * 220)
+        self.tree.reserve(rows, rows * EDGES_PER_ROW)
         self.ev.cache.make_room(entries)
 
     def _lane_loop(self, lane: Lane, main: bool = False) -> None:
@@ -521,7 +521,7 @@ class Search:
         stop_flag = self._stop_flag if t.n[root] > 0 else _NO_STOP
         grow = cap + self._max_ooo + 16
         if lane is None:
-            tree.reserve(grow, grow * 220)
+            tree.reserve(grow, grow * EDGES_PER_ROW)
             self.ev.cache.make_room(2 * grow)  # this gathering's and the batch in flight's entries
             count = wk.gather(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, self._puct,
                               allowed, use_allowed, float(remaining), cap, self._max_ooo, collisions_left,
@@ -564,7 +564,7 @@ class Search:
                 np.ascontiguousarray(out.d, dtype=np.float32), np.ascontiguousarray(mlh, dtype=np.float32),
                 out.mlh is not None, self.ev.index_tables)
         if lane is None:
-            tree.reserve(0, slot.count * 220)
+            tree.reserve(0, slot.count * EDGES_PER_ROW)
             wk.apply_batch(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
                            *args, self._apply_work, allowed, use_allowed, self._edge_n, self._report,
                            self._cache_lock)

@@ -33,6 +33,7 @@ def _history_states(last) -> list:
 # fresh 200k-node search spent a tenth of its host time in those copies from 16k rows and 64k edges)
 START_ROWS = 1 << 18
 START_EDGES = 1 << 23
+EDGES_PER_ROW = 220  # edges reserved for each row a gathering may add (chess has at most 218 legal moves)
 
 
 class NodeTree:
