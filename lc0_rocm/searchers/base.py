@@ -96,14 +96,23 @@ class GoReply:
                 self.r.bestmove(best, ponder)
 
 
-def first_legal_move(board, searchmoves=()) -> object:
-    """The first of `searchmoves` legal on `board`, else its first legal move (None without one)."""
-    legal = next(iter(board.legal_moves), None)
-    for tok in searchmoves:
+def parse_searchmoves(board, toks, on_bad=None) -> list:
+    """The moves of `go searchmoves` legal on `board`, in order; `on_bad(tok)` for every other token
+    (python-chess parses `0000` as the null move, which is no root move)."""
+    moves = []
+    for tok in toks:
         try:
             move = board.parse_uci(tok)
         except ValueError:
-            continue
+            move = None
         if move:
-            return move
-    return legal
+            moves.append(move)
+        elif on_bad is not None:
+            on_bad(tok)
+    return moves
+
+
+def first_legal_move(board, searchmoves=()) -> object:
+    """The first of `searchmoves` legal on `board`, else its first legal move (None without one)."""
+    moves = parse_searchmoves(board, searchmoves)
+    return moves[0] if moves else next(iter(board.legal_moves), None)

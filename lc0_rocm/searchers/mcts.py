@@ -11,7 +11,7 @@ import time
 from typing import Optional
 
 from ..search.limits import GoParams
-from .base import GoReply, SearchHost
+from .base import GoReply, SearchHost, parse_searchmoves
 
 
 class MctsSearcher:
@@ -107,22 +107,13 @@ class MctsSearcher:
 
         from ..search.factory import new_search
         from ..search.params import params_from_options
-        from ..search.timemgr import lc0_game_ply
         from ..search.tree import NodeTree
 
         host = self.host
         board = position.board
         black = board.turn == chess.BLACK
-        searchmoves = []
-        for tok in go.searchmoves:
-            try:
-                move = board.parse_uci(tok)
-            except ValueError:
-                move = None
-            if not move:  # python-chess parses `0000` as the null move, which is no root move
-                host.r.error(f"go searchmoves: {tok!r} is not a legal move here; ignored")
-                continue
-            searchmoves.append(move)
+        searchmoves = parse_searchmoves(
+            board, go.searchmoves, lambda tok: host.r.error(f"go searchmoves: {tok!r} is not a legal move here; ignored"))
         tablebases = host.ensure_tablebases()
         host.sync_evaluator()
         params = params_from_options(host.options, go, black)
@@ -134,7 +125,7 @@ class MctsSearcher:
         if self._game is not None and not position.continues(self._game):
             tm.new_game()  # lc0 makes a new time manager when a position does not continue the game
         self._game = position
-        ply = lc0_game_ply(position.history.board.root().fullmove_number, len(position.moves))
+        ply = _game_ply(position)
         search = None
 
         def on_bestmove(best, ponder):
@@ -163,11 +154,16 @@ class MctsSearcher:
     def ponderhit(self) -> None:
         import chess
 
-        from ..search.timemgr import lc0_game_ply
-
         s, go, pos = self.search, self.go, self.position
         if s is None or not s.running or go is None or not go.ponder:
             return
         go = GoParams(**{**go.__dict__, "ponder": False})
-        ply = lc0_game_ply(pos.history.board.root().fullmove_number, len(pos.moves))
+        ply = _game_ply(pos)
         s.ponderhit(self.time_manager().limits(go, ply, pos.board.turn == chess.BLACK, tree_nodes=s.initial_visits))
+
+
+def _game_ply(position) -> int:
+    """The game's ply as lc0's time manager counts it: from the root's move number, plus the moves."""
+    from ..search.timemgr import lc0_game_ply
+
+    return lc0_game_ply(position.history.board.root().fullmove_number, len(position.moves))
