@@ -311,12 +311,13 @@ def _board_history(board: chess.Board) -> History:
     """History of a python-chess board, checked as strictly as a FEN + moves: a valid root position and
     legal moves (python-chess's `push` does not check legality)."""
     from .encoding.history import History
-    from .encoding.position import parse_board
+    from .encoding.position import check_counters, parse_board
 
     root = board.root()
     if not root.is_valid():
         parse_board(root.fen())  # raises the descriptive one-line error
         raise PositionError(f"illegal position '{root.fen()}'")
+    check_counters(root, len(board.move_stack))
     for n, move in enumerate(board.move_stack, 1):
         if not root.is_legal(move):
             raise PositionError(f"illegal move '{move.uci()}' (move {n}) in position '{root.fen()}'")

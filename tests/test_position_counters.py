@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import subprocess
 
+import chess
 import numpy as np
 import pytest
 
@@ -76,6 +77,13 @@ def test_the_api_refuses_it():
             ev.evaluate(HUGE_CLOCK)
         with pytest.raises(PositionError, match="position 2: .*fullmove number"):
             ev.evaluate([BOARD + " 0 1", f"{BOARD} 5 {FULLMOVE_NUMBER_MAX + 1}"])
+        # a python-chess board is checked as its FEN is, its moves counted in
+        board = chess.Board(f"{BOARD} {HALFMOVE_CLOCK_MAX - 1} 1")
+        ev.evaluate(board)
+        board.push_uci("g1f3")
+        board.push_uci("g8f6")
+        with pytest.raises(PositionError, match=f"halfmove clock {HALFMOVE_CLOCK_MAX - 1} \\+ 2 moves is over"):
+            ev.evaluate(board)
 
 
 def test_analyse_skips_it_and_analyses_the_others(tmp_path):
