@@ -165,13 +165,13 @@ def test_records_with_nan_logits_are_written():
 
 def test_chess960_and_fen_lines_take_their_paths():
     """A Chess960 game is prepared by python-chess (the same task either way), a FEN line by the
-    compiled path."""
+    compiled path, its counters up to the limits of the one parser (encoding.position) included."""
     cfg = WorkConfig("raw", Selection(), 1, 5)
     g = next(g for g, _ in read_games([os.path.join(HERE, "data", "pgn_corpus", "chess960.pgn")]))
     a = prepare(g, cfg)
     assert a.chess960 and a.error is None and a.plies and _diff(a, prepare(g, cfg, compiled=False)) is None
-    for fen in ("4k3/8/8/8/8/8/8/4K2R w K - 30001 20", "4k3/8/8/8/8/8/8/4K2R b K - 7 1234567890"):
-        f = RawGame(3, "x", 1, "fen", fen)  # beyond the arrays' range, within the search's
+    for fen in ("4k3/8/8/8/8/8/8/4K2R w K - 32766 20", "4k3/8/8/8/8/8/8/4K2R b K - 7 2147483647"):
+        f = RawGame(3, "x", 1, "fen", fen)  # the longest counters the search takes
         a = prepare(f, cfg)
         assert a.fens == [fen] and _diff(a, prepare(f, cfg, compiled=False)) is None
     f = RawGame(2, "x", 1, "fen", "4k3/8/8/2pP4/8/8/8/4K3 w - c6 0 1")

@@ -33,7 +33,9 @@ from ..search.core.move_codes import index_tables
 from ..search.core.rules import legal_moves, make_move, msb
 
 MAX_MOVES = 256  # legal moves of one position, at most (218 in chess)
-FEN_BYTES = 96
+# the longest FEN of a position the search takes: 71 bytes of board (all ones and slashes), then
+# " w KQkq e3 32766 2147483647" (encoding.position's HALFMOVE_CLOCK_MAX and FULLMOVE_NUMBER_MAX): 98
+FEN_BYTES = 128
 SAN_BYTES = 8
 FILL_FEN_ONLY = 1  # `encoding.planes.FILL_CODES["fen_only"]`, the API's and `encode_positions`' default
 _PROMO_OF_SLOT = np.array([0, chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT, 0], dtype=np.int32)

@@ -334,12 +334,11 @@ _NO_DRAW_BELOW_RULE50 = 16  # fivefold repetition needs 16 reversible plies, the
 
 def _prepare_arrays(task: GameTask, board: chess.Board, moves: list, cfg: WorkConfig) -> bool:
     """`_prepare_python` from the compiled replay (`game_arrays.GameArrays`); False (nothing set)
-    when a move is not found among the compiled legal moves (never for a legal game) or a FEN's clocks
-    are out of the arrays' range: the python-chess path then takes the game."""
+    when a move is not found among the compiled legal moves (never for a legal game): the python-chess
+    path then takes the game. The counters are within the arrays' range: `parse_game` checked them
+    (`encoding.position.check_counters`)."""
     from .game_arrays import GameArrays
 
-    if board.halfmove_clock + len(moves) > 30_000 or board.fullmove_number > 1_000_000:
-        return False  # beyond the compiled arrays' int16 clock and FEN buffer: python-chess takes it
     ep0 = -1
     if board.ep_square is not None and not board.status() & chess.STATUS_INVALID_EP_SQUARE:
         ep0 = board.ep_square & 7  # lc0 takes a (valid) FEN en-passant field as the flag (History.from_board)
