@@ -66,7 +66,7 @@ POLICY_HEAD_KEYS = (("vanilla", "vanilla"), ("optimistic", "optimistic_st"), ("s
 VALUE_HEAD_KEYS = ("winner", "q", "st")
 
 
-def parse_net(data: bytes, name: str = "weights") -> "schema.Net":
+def parse_net(data: bytes | bytearray, name: str = "weights") -> "schema.Net":
     """Parse protobuf bytes into a `pblczero.Net` (its magic number is checked by `net_from_proto`)."""
     net = schema.Net()
     try:

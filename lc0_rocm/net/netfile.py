@@ -147,7 +147,7 @@ def _varint(data, pos: int, name: str):
     return None, pos
 
 
-def read_net_bytes(path, max_bytes: int = MAX_NET_BYTES) -> bytes:
+def read_net_bytes(path, max_bytes: int = MAX_NET_BYTES) -> bytes | bytearray:
     """The decompressed protobuf bytes of a weights file (gzip or uncompressed).
 
     Size caps before anything is decoded: the file itself and the decompressed stream are limited to
@@ -185,7 +185,7 @@ def read_net_bytes(path, max_bytes: int = MAX_NET_BYTES) -> bytes:
                     break
                 buf += chunk
                 checked = _check_top_level_fields(buf, checked, name, max_bytes)
-            data = bytes(buf)
+            data = buf  # parsed as it is: a bytes copy would hold the net twice
     if len(data) < 2:
         raise NetFormatError(f"{name}: not an Lc0 network (file too small)")
     if data[:2] in (b"1\n", b"2\n"):
