@@ -40,5 +40,6 @@ class TrivialBackend(Backend):
         q = np.empty(n, np.float32)
         if n:
             trivial_fill(np.ascontiguousarray(planes.masks, np.uint64), n, TRIVIAL_TABLES, q)
-        policy = np.broadcast_to(TRIVIAL_POLICY, (n, POLICY_SIZE))
-        return NetOutputs(policy=np.ascontiguousarray(policy), wdl=None, q=q, d=np.zeros(n, np.float32), mlh=None)
+        policy = np.empty((n, POLICY_SIZE), np.float32)  # writable, as every backend's: a read-only array
+        policy[:] = TRIVIAL_POLICY  # (a broadcast view of one row) would give the compiled search a second signature
+        return NetOutputs(policy=policy, wdl=None, q=q, d=np.zeros(n, np.float32), mlh=None)
