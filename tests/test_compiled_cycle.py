@@ -108,21 +108,23 @@ def test_the_compiled_dispatch_is_the_backends_evaluation(backend, options):
     planes = encode_positions(boards, b.net.input_format)
     want_out = b.evaluate(planes)
     entry = b.compiled_eval()
-    policy, q, d = new_outputs(entry, 8)
+    policy, q, d, m = new_outputs(entry, 8)
     masks = np.zeros((8, planes.masks.shape[1]), np.uint64)
     values = np.ones((8, planes.values.shape[1]), np.float32)
     masks[:3], values[:3] = planes.masks, planes.values
     want, nwant = every_index(8)
-    evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d)
+    assert evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d,
+                    m) == 0
     assert np.array_equal(policy[:3], want_out.policy) and np.array_equal(q[:3], want_out.q)
     assert np.array_equal(d[:3], want_out.d)
     # the search threads ask for a few indices a position (its legal moves'): those exactly, the rest untouched
-    policy, q, d = new_outputs(entry, 8)
+    policy, q, d, m = new_outputs(entry, 8)
     untouched = policy.copy()
     rng = np.random.default_rng(1)
     want = rng.integers(0, policy.shape[1], size=(8, 40)).astype(np.int32)
     nwant = np.array([40, 0, 17, 0, 0, 0, 0, 0], np.int32)
-    evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d)
+    assert evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d,
+                    m) == 0
     asked = np.zeros(policy.shape, bool)
     for j in range(3):
         asked[j, want[j, :nwant[j]]] = True

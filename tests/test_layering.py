@@ -18,7 +18,7 @@ PKG = Path(__file__).resolve().parent.parent / "lc0_rocm"
 
 # bottom (0) to top; a part may import parts of lower layers and its own part only
 LAYERS = {
-    "errors": 0, "jit": 0, "activations": 0, "blas_threads": 0, "values": 0, "default_net": 0, "version": 0,
+    "errors": 0, "jit": 0, "ccall": 0, "activations": 0, "blas_threads": 0, "values": 0, "default_net": 0, "version": 0,
     "engine_options": 1,  # the option table, read by every layer above
     "encoding": 1,  # PackedPlanes, NetOutputs, policy map, position encoding: the I/O contract
     "net": 2,  # NetDescription, loader, writer
@@ -36,7 +36,7 @@ LAYERS = {
     "commands": 11, "cli": 11,
     "__init__": 12,  # lc0_rocm's lazy exports
 }
-GPU_IMPORTERS = ("backends.rocm",)  # the only modules outside gpu/ that may import it
+GPU_IMPORTERS = ("backends.rocm", "backends.gpu_lanes")  # the only modules outside gpu/ that may import it
 # Known upward imports, each with its reason; the list only shrinks.
 EXCEPTIONS: set = set()  # none: every import looks down
 

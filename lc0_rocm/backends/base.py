@@ -64,6 +64,13 @@ class Backend(ABC):
         search's threads then never leave it: lc0's random and trivial), else None (the default)."""
         return None
 
+    def compiled_lanes(self, count: int, rows: int):
+        """One `CompiledEval` per search thread (`count` of them, batches of up to `rows` positions) when
+        every thread's evaluation can run inside compiled code, else None. Default: `compiled_eval()`
+        shared by all (a stateless kernel); a GPU backend gives each thread a network runner of its own (backends/rocm.py)."""
+        entry = self.compiled_eval()
+        return None if entry is None else [entry] * count
+
     def prepare(self, max_batch: int) -> None:
         """Get ready for batches of up to `max_batch` positions before a search needs them (a GPU
         backend plans, tunes and captures its batch sizes); the default does nothing."""

@@ -1,11 +1,15 @@
-"""The compiled evaluations of lc0's `random` and `trivial` backends, and the one way compiled code calls
-them: `evaluate(kind, ints, words, floats, masks, values, n, policy, q, d)`.
+"""The compiled evaluations of lc0's `random` and `trivial` backends and of a GPU runner, and the one way
+compiled code calls them: `evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q, d, m)`.
 
 numba cannot take a Python callable, so a backend whose evaluation is compiled describes it as a small
 integer `kind` (KIND_*) and its numbers in three arrays (`CompiledEval`, from `Backend.compiled_eval()`),
 and `evaluate` picks the kernel with an `if`. The search's threads then run their whole batch cycle
 (gather, evaluate, back up) in one compiled call without the GIL (search/core/cycle.py). The backends'
 own `evaluate` (randomnet.py, trivial.py) run the same kernels, so both paths give the same numbers.
+KIND_GPU is one search thread's own network runner (backends/gpu_round_trip.py `round_trip`: copy in,
+captured graphs, copy out, wait, through the HIP runtime's C entry points); its `ints` are the lane words,
+`words`/`floats` the pinned input and output, and the policy rows stay in the pinned output
+(`CompiledEval.policy`, which the caller passes as `policy`).
 This module imports nothing of the backends' Python side: the compiled search's cache key hashes it and
 what it imports (lc0_rocm/jit.py), and should not change with them.
 
@@ -24,31 +28,44 @@ from ..encoding.bits import popcount
 from ..encoding.outputs import POLICY_SIZE
 from ..jit import jit, jit_alloc
 from . import trivial_tables as tt
+from .gpu_round_trip import NO_GRAPH, round_trip
 
-KIND_RANDOM, KIND_TRIVIAL = 1, 2
+KIND_RANDOM, KIND_TRIVIAL, KIND_GPU = 1, 2, 3
+__all__ = ["NO_GRAPH", "CompiledEval", "evaluate", "new_outputs", "every_index", "KIND_RANDOM", "KIND_TRIVIAL",
+           "KIND_GPU"]
 # ints: KIND_RANDOM [seed, uniform]; words: KIND_RANDOM the policy indices' hashes (`policy_hashes`);
 # floats: KIND_TRIVIAL its tables, flat (TRIVIAL_*: offsets of the pieces', kings' and endgame kings' tables)
 TRIVIAL_PIECES, TRIVIAL_KINGS, TRIVIAL_KINGS_ENDGAME, TRIVIAL_SIZE = 0, 5 * 64, 6 * 64, 7 * 64
 
-CompiledEval = namedtuple("CompiledEval", ["kind", "ints", "words", "floats", "policy_row"])
+CompiledEval = namedtuple("CompiledEval", ["kind", "ints", "words", "floats", "policy_row", "policy", "has_mlh",
+                                           "host"], defaults=(None, False, None))
 # policy_row: the logits every position gets (written once into a caller's policy buffer, which the
-# kernel then leaves alone), or None: the kernel writes each position's policy
+# kernel then leaves alone), or None: the kernel writes each position's policy;
+# policy: the [rows, 1858] buffer the kernel's policy lands in (None: the caller's, `new_outputs`);
+# has_mlh: the kernel writes moves left (m); host: the Python side of a KIND_GPU lane
+# (backends/gpu_lanes.py CompiledLane: enter, evaluate_eager, error), else None
 
 
-def new_outputs(entry: CompiledEval, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Output buffers (policy [rows, 1858], q, d; float32) for `evaluate` with `entry`."""
+def new_outputs(entry: CompiledEval, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Output buffers (policy [rows, 1858], q, d, m; float32) for `evaluate` with `entry`."""
     rows = max(1, int(rows))
-    policy = np.zeros((rows, POLICY_SIZE), np.float32)
-    if entry.policy_row is not None:
-        policy[:] = entry.policy_row
-    return policy, np.zeros(rows, np.float32), np.zeros(rows, np.float32)
+    if entry.policy is not None:
+        policy = entry.policy
+    else:
+        policy = np.zeros((rows, POLICY_SIZE), np.float32)
+        if entry.policy_row is not None:
+            policy[:] = entry.policy_row
+    return policy, np.zeros(rows, np.float32), np.zeros(rows, np.float32), np.zeros(rows, np.float32)
 
 
 @jit
-def evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q, d):
-    """The first `n` positions of masks/values [*, 112] into policy, q, d with the kernel of `kind`.
+def evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q, d, m):
+    """The first `n` positions of masks/values [*, 112] into policy, q, d (and m, KIND_GPU) with the kernel
+    of `kind`; returns 0, or KIND_GPU's failure (gpu_round_trip.round_trip: a hipError_t, NO_GRAPH).
     Position j's policy is needed at the indices want[j, :nwant[j]] only (its legal moves: lc0's
     backends compute a logit when the search asks for it), at every index where nwant[j] < 0."""
+    if kind == KIND_GPU:
+        return round_trip(ints, words, floats, masks, values, n, q, d, m)
     if kind == KIND_RANDOM:
         if ints[1] != 0:  # uniform: the policy row is fixed (CompiledEval.policy_row)
             for j in range(n):
@@ -60,6 +77,7 @@ def evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q
         trivial_fill(masks, n, floats, q)
         for j in range(n):
             d[j] = 0.0
+    return 0
 
 
 # ---- lc0's random backend

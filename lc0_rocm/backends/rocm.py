@@ -2,8 +2,8 @@
 
 A thin `Backend` over `lc0_rocm.gpu.nn.network.GpuNetwork` (one device) or
 `lc0_rocm.gpu.nn.multi.MultiGpuNetwork` (several); imported by the backend factory only when a GPU
-backend is asked for, and the only module outside `lc0_rocm.gpu` that imports it. Backend options (lc0 style,
-"key=value,..."):
+backend is asked for, and with backends/gpu_lanes.py (its search threads' runners) the only modules
+outside `lc0_rocm.gpu` that import it. Backend options (lc0 style, "key=value,..."):
   `gpu` (device index, default 0) or `gpus` (device list, lc0's demux: "gpus=0,1" or "gpus=0:1" splits every batch
   across the devices, one runner per entry; a device may repeat; "," also separates the list where the
   option string is not itself split on commas);
@@ -26,7 +26,9 @@ Besides `evaluate`, the backend has an asynchronous pair for a search that keeps
 `submit(planes) -> GpuBatch` (queues the batch, in passes of at most `max_batch` positions, and returns
 at once) and `collect(batch) -> NetOutputs` (waits for it, holding no lock); `evaluate` =
 collect(submit(planes)). `evaluate_timed(planes)` also returns the device seconds of the batch (events
-around upload, compute and download), which backendbench uses. Failures of the GPU stack are
+around upload, compute and download), which backendbench uses. `compiled_lanes(k, rows)` gives each
+of a search's k threads a runner of its own for its compiled batch cycle (backends/gpu_lanes.py).
+Failures of the GPU stack are
 `BackendError`s with a one-line message that says what failed; the runtime's own errors keep their
 type (`GpuError`, and `GpuOutOfMemoryError` when memory ran out, host memory included), so callers
 catch the type.
@@ -34,6 +36,7 @@ catch the type.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 
@@ -46,6 +49,7 @@ from .base import Backend
 from .options import bool_option, choice_option, int_option
 
 DEFAULT_MAX_BATCH = 1024
+log = logging.getLogger(__name__)
 # gfx archs without packed/fast fp16 math (pre-Vega GCN); everything newer, and NVIDIA sm_53+, has it
 _SLOW_FP16_ARCHS = ("gfx801", "gfx802", "gfx803", "gfx805", "gfx810")
 
@@ -117,6 +121,8 @@ class RocmBackend(Backend):
         attention = choice_option(opts, "attention", MHA_VARIANTS, "auto")
         self.network = None
         self._lock = threading.Lock()  # guards close() against a concurrent start of an evaluation
+        self._lane_runners: list = []  # runners built for search threads beyond the network's own
+        self._lanes: dict = {}  # runner index -> its CompiledLane (backends/gpu_lanes.py)
         try:
             from ..gpu.nn.multi import MultiGpuNetwork
             from ..gpu.nn.network import GpuNetwork
@@ -131,6 +137,7 @@ class RocmBackend(Backend):
             dtype = "f16" if precision == "fp16" else "f32"
             kw = dict(graphs=graphs, mha_variant=attention, vector_ln=vector_ln, side_stream=side_stream,
                       gemm_tune=gemm_tune, buckets=buckets)
+            self._devices, self._dtype, self._kw = devices, dtype, kw
             if len(devices) == 1:
                 self.network = GpuNetwork(net, self.device, dtype, self._max_batch, **kw)
             else:
@@ -194,6 +201,41 @@ class RocmBackend(Backend):
     def evaluate(self, planes: PackedPlanes) -> NetOutputs:
         return self.collect(self.submit(planes))
 
+    def compiled_lanes(self, count: int, rows: int):
+        """Search thread k's own runner, described for its compiled batch cycle (lc0's multi-stream way:
+        a stream, a workspace and captured graphs per search thread): the network's runners first
+        (one per GPU), then runners built here on the GPUs in turn, each with its own copy of the
+        weights, its batch sizes up to `rows` prepared as `prepare` does; kept for the next searches (the
+        engine's warm-up builds them at `isready`: search/warmup.py `prepare_backend`). None where graphs are off (nothing to launch from compiled
+        code), a thread's batches would not fit a runner, or a runner of its own cannot be had (memory,
+        the runtime's entry points: logged, and the threads go the Python way)."""
+        from ..gpu.nn.network import GpuNetwork
+        from .compiled_eval import KIND_GPU, CompiledEval
+        from .gpu_lanes import CompiledLane
+
+        net = self._net()
+        base = list(net.runners) if hasattr(net, "runners") else [net]
+        if not all(r.use_graphs for r in base) or rows > min(r.max_batch for r in base):
+            return None
+        try:
+            while len(base) + len(self._lane_runners) < count:
+                dev = self._devices[(len(base) + len(self._lane_runners)) % len(self._devices)]
+                runner = GpuNetwork(self.net, dev, self._dtype, self._max_batch, **self._kw)
+                self._lane_runners.append(runner)
+                runner.prepare(rows, self.mlh)  # its graphs now, not one by one inside the search
+            runners = (base + self._lane_runners)[:count]
+            entries = []
+            for k, r in enumerate(runners):
+                lane = self._lanes.get(k)
+                if lane is None or lane.runner is not r:
+                    lane = self._lanes[k] = CompiledLane(r, self.mlh)
+                entries.append(CompiledEval(KIND_GPU, lane.words, lane.pin_in, lane.pin_out, None, lane.policy,
+                                            lane.has_mlh, lane))
+        except (Lc0RocmError, MemoryError) as e:
+            log.warning("search threads without compiled GPU calls: %s", _one_line(e))
+            return None
+        return entries
+
     def prepare(self, max_batch: int) -> None:
         """Plan, tune and capture every run size of batches up to `max_batch` (the engine does this at
         `isready`, so that no search meets a new batch size)."""
@@ -209,8 +251,17 @@ class RocmBackend(Backend):
         except (Lc0RocmError, MemoryError) as e:
             raise _failure("GPU evaluation failed", e) from None
 
+    def _close_lanes(self) -> None:
+        lanes, runners = list(self._lanes.values()), self._lane_runners
+        self._lanes, self._lane_runners = {}, []
+        for lane in lanes:
+            lane.close()
+        for r in runners:
+            r.close()
+
     def _close_quietly(self) -> None:
         try:
+            self._close_lanes()
             if self.network is not None:
                 self.network.close()
         except Exception:
@@ -219,6 +270,7 @@ class RocmBackend(Backend):
 
     def close(self) -> None:
         with self._lock:
+            self._close_lanes()
             if self.network is not None:
                 self.network.close()
                 self.network = None

@@ -1,10 +1,13 @@
 """Several search threads on one tree whose batch cycle never leaves compiled code (lc0's Threads > 1, with a
-backend whose evaluation is compiled: lc0's random and trivial).
+backend whose evaluation is compiled: lc0's random and trivial, and the GPU, each thread with a network
+runner of its own whose captured graphs it launches from compiled code: backends/compiled_eval.py).
 
 Each search thread makes one compiled call (search/core/cycle.py's `run_lane`: gather, evaluate, back
 up, batch after batch, GIL released) and comes back to Python only when that call returns: a stop flag,
 the tree or the NN cache needing room (grown here behind the search's `Gate`, then the call again),
-its collision list too short, `go nodes` reached, or nothing to pick for a while. Python only starts,
+its collision list too short, `go nodes` reached, nothing to pick for a while, or (a GPU lane) a batch
+whose run size has no captured graphs yet (evaluated here the runner's own way, which captures them) or
+whose HIP call failed (its visits taken back, the runtime's typed error raised). Python only starts,
 stops and reports: the search's own thread wakes every WATCH_INTERVAL_S (and at once when a thread
 has reached `go nodes`), asks the stoppers and sends the info lines from the counters the threads
 publish (the stats words, read unlocked; the root report, read under the tree's shared lock: the
@@ -23,7 +26,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..backends.compiled_eval import CompiledEval, new_outputs
+from ..backends.compiled_eval import NO_GRAPH, CompiledEval, new_outputs
 from .core import batch as bt
 from .core import cycle as cy
 from .core import worker as wk
@@ -45,24 +48,25 @@ def compiled_cycle(search) -> Optional["CompiledLanes"]:
     """The compiled cycle for `search`'s threads, or None where batches must pass through Python."""
     if search._packed[P_TB_PIECES] > 0 or search.params.nps_limit > 0:
         return None
-    entry = search.ev.backend.compiled_eval()
-    return None if entry is None else CompiledLanes(search, entry)
+    entries = search.ev.backend.compiled_lanes(len(search._lanes), search.minibatch)
+    return None if entries is None else CompiledLanes(search, entries)
 
 
 class CompiledLanes:
     """The search threads of `Search._run_lanes` (its `_lanes`, `_gate`, `_halt`, lock words) running
     search/core/cycle.py's `run_lane`; `run_round` is one round (until the stoppers, a stop or an error)."""
 
-    def __init__(self, search, entry: CompiledEval):
+    def __init__(self, search, entries: list[CompiledEval]):
         self.search = search
-        self.entry = entry
-        self.outputs = [new_outputs(entry, search.minibatch) for _ in search._lanes]
+        self.entries = entries
+        self.outputs = [new_outputs(e, search.minibatch) for e in entries]
+        self.held = [np.zeros(cy.HELD_SIZE, np.int64) for _ in entries]
         self.wanted = [(np.zeros((search.minibatch, bt.MAX_MOVES), np.int32), np.zeros(search.minibatch, np.int32))
                        for _ in search._lanes]
         self.ctl = np.zeros(cy.CTL_SIZE, np.float64)
         self.room = np.zeros(cy.ROOM_SIZE, np.int64)
         self.wake = threading.Event()
-        self.returns = np.zeros(cy.RC_IDLE + 1, np.int64)  # how often the threads came back, by code
+        self.returns = np.zeros(cy.RC_EVAL + 1, np.int64)  # how often the threads came back, by code
 
     def run_round(self) -> None:
         s = self.search
@@ -111,21 +115,27 @@ class CompiledLanes:
     def _lane(self, k: int) -> None:
         s = self.search
         lane = s._lanes[k]
-        policy, q, d = self.outputs[k]
+        policy, q, d, m = self.outputs[k]
         want, nwant = self.wanted[k]
-        e = self.entry
+        e = self.entries[k]
+        held = self.held[k]
         allowed, use_allowed = s._root_allowed()
         try:
+            if e.host is not None:
+                e.host.enter()
             while not s._halt.is_set():
                 with s._gate.inside(s._lanes_have_room, s._make_room_for_lanes):
                     rc = cy.run_lane(s.tree.arrays, s.stats, s._packed, s.ev.cache.arrays, lane.slot.arrays, s._puct,
                                      allowed, use_allowed, self.ctl, s.minibatch, s._max_ooo, s._stop_flag,
                                      lane.work, lane.apply_work,
                                      s._edge_n, s._report, s._lock_word, s._cache_lock, s.ev.index_tables, e.kind,
-                                     e.ints, e.words, e.floats, want, nwant, policy, q, d, self.room)
+                                     e.ints, e.words, e.floats, want, nwant, policy, q, d, m, e.has_mlh, self.room,
+                                     held)
                 self.returns[rc] += 1
                 if rc == cy.RC_STOP:
                     return
+                if rc == cy.RC_EVAL:
+                    self._held_batch(lane, e, held)
                 if rc == cy.RC_WORK:
                     lane.work = wk.new_work(len(lane.work.out_node) - 16, 2 * len(lane.work.kept_node))
                 elif rc == cy.RC_NODES:
@@ -134,9 +144,27 @@ class CompiledLanes:
                 elif rc == cy.RC_IDLE:
                     s._halt.wait(IDLE_WAIT_S)
                 # RC_ROOM: the gate makes room before the next call
-        except BaseException as e:
+        except BaseException as exc:
             if s.error is None:
-                s.error = e
+                s.error = exc
             s._halt.set()
             s._stop_flag[bt.F_HALT] = 1
             self.wake.set()
+
+    def _held_batch(self, lane, e: CompiledEval, held: np.ndarray) -> None:
+        """RC_EVAL: the batch the thread still holds, evaluated the runner's own way (its run size had
+        no graphs: this captures them) and applied; or, after a failed HIP call, its visits taken back
+        and the runtime's typed error raised."""
+        s = self.search
+        slot = lane.slot
+        slot.count = int(held[cy.H_COUNT])
+        status = int(held[cy.H_STATUS])
+        if status != NO_GRAPH:
+            s._revert(slot, lane)
+            raise e.host.error(status)
+        try:
+            out = e.host.evaluate_eager(slot.arrays.masks[: slot.count], slot.arrays.values[: slot.count])
+        except BaseException:
+            s._revert(slot, lane)
+            raise
+        s._apply(slot, out, lane)

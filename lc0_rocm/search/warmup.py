@@ -11,22 +11,29 @@ from .core import spinlock
 from .evaluator import NNEvaluator
 from .factory import GamePosition, new_search
 from .limits import SearchLimits
-from .params import SearchParams, suggested_minibatch
+from .params import SearchParams, search_threads, suggested_minibatch
 from .tree import NodeTree
 
 
-def prepare_backend(evaluator: NNEvaluator, minibatch: int = 0) -> None:
-    """The backend prepares every batch size up to the minibatch (GPU graphs and GEMM plans)."""
+def prepare_backend(evaluator: NNEvaluator, minibatch: int = 0, threads: int = 0) -> None:
+    """The backend prepares every batch size up to the minibatch (GPU graphs and GEMM plans), and with
+    several search threads (`threads` as the engine's Threads option) each thread's own evaluation
+    (a GPU backend builds and prepares a runner per thread: backends/rocm.py `compiled_lanes`)."""
     backend = evaluator.backend
-    backend.prepare(max(1, min(minibatch or suggested_minibatch(backend), backend.max_batch)))
+    rows = max(1, min(minibatch or suggested_minibatch(backend), backend.max_batch))
+    backend.prepare(rows)
+    count = search_threads(SearchParams(threads=threads, minibatch_size=rows), backend)
+    if count > 1:
+        backend.compiled_lanes(count, rows)
 
 
-def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0) -> None:
+def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0,
+            threads: int = 0) -> None:
     """Get a search ready before a GUI's first `go`: `prepare_backend`, and every compiled entry
     point runs once with the types a real search uses (compiles the search, one to two minutes on a
     first start, or loads it from the disk cache). Uses its own tree and NN cache; the backend
     evaluates a few positions."""
-    prepare_backend(evaluator, minibatch)
+    prepare_backend(evaluator, minibatch, threads)
 
     ev = NNEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
     ev.fill = evaluator.fill

@@ -41,9 +41,10 @@ class MctsSearcher:
 
         host, bg = self.host, self.compile
         if (bg is None and is_compiled()) or (bg is not None and bg.ready.is_set()):
-            warm_up(host.evaluator, host.net.has_wdl, host.net.has_moves_left, minibatch)  # about a second
+            warm_up(host.evaluator, host.net.has_wdl, host.net.has_moves_left, minibatch,  # about a second
+                    int(host.opt("Threads")))
             return True
-        prepare_backend(host.evaluator, minibatch)
+        prepare_backend(host.evaluator, minibatch, int(host.opt("Threads")))
         if bg is None:
             host.r.note("compiling the search for this machine in the background (first start "
                         "only, one to two minutes); until then a go with a clock plays the policy move")

@@ -12,9 +12,14 @@ goes on, with the GIL released, until it has to return (RC_*):
   RC_WORK   the pick's collision list needs more room (the caller doubles it);
   RC_NODES  `go nodes` is reached: every visit it allows is in the tree or held in flight
             (ExactNodeLimit's reservation), or without that option the root has the visits;
-  RC_IDLE   the tree had nothing for this thread for a while (everything left is in flight).
+  RC_IDLE   the tree had nothing for this thread for a while (everything left is in flight);
+  RC_EVAL   the evaluation of the batch just gathered did not happen in compiled code (a GPU lane,
+            backends/compiled_eval.py KIND_GPU): its run size has no captured graphs yet (status
+            NO_GRAPH: Python evaluates it the eager way, which captures them, and applies it), or a HIP
+            call failed (a hipError_t: Python takes its visits back and raises the typed error). The
+            batch (held[H_COUNT] positions, status held[H_STATUS]) is still in flight, the thread's own.
 
-It returns only between batches, with nothing of its own in flight. Python (search/compiled_lanes.py)
+Apart from RC_EVAL it returns only between batches, with nothing of its own in flight. Python (search/compiled_lanes.py)
 starts the threads, asks the stoppers, sends the info lines, and sets F_HALT; the counters it reads
 are the ones core/tree.py's concurrency table lists (the stats words, the root report under the lock).
 """
@@ -34,7 +39,8 @@ from .spinlock import yield_core
 from .tree import M_ETOP, M_ROOT, M_TOP
 from .worker import stopped
 
-RC_STOP, RC_ROOM, RC_WORK, RC_NODES, RC_IDLE = 0, 1, 2, 3, 4
+RC_STOP, RC_ROOM, RC_WORK, RC_NODES, RC_IDLE, RC_EVAL = 0, 1, 2, 3, 4, 5
+H_COUNT, H_STATUS, HELD_SIZE = 0, 1, 2  # held: RC_EVAL's batch
 # ctl, published by Python's watcher and read every batch: the stoppers' remaining playouts (smart
 # pruning) and `go nodes` (a ponderhit changes it while the threads run)
 C_REMAINING, C_NODE_LIMIT, CTL_SIZE = 0, 1, 4
@@ -80,11 +86,12 @@ def policy_wanted(b, count, idx_tab, want, nwant):
 
 @jit
 def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, stop, w, w2, edge_n,
-             rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, want, nwant, policy, q, d, room):
+             rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, want, nwant, policy, q, d, m, has_mlh,
+             room, held):
     """Batches of one search thread on the shared tree until it must return (see the module docstring);
-    returns the RC_* code. `policy`, `q`, `d`: the thread's output buffers for `evaluate` (kind,
-    ev_*: the backend's CompiledEval), `want`/`nwant` [rows, MAX_MOVES]/[rows] its scratch for the
-    policy indices the expansion reads."""
+    returns the RC_* code. `policy`, `q`, `d`, `m`: the thread's output buffers for `evaluate` (kind,
+    ev_*: the backend's CompiledEval; m read when `has_mlh`), `want`/`nwant` [rows, MAX_MOVES]/[rows]
+    its scratch for the policy indices the expansion reads; `held` [HELD_SIZE] int64: RC_EVAL's batch."""
     root = t.meta[M_ROOT]
     exact = p[P_EXACT_LIMIT] != 0.0
     idle = 0
@@ -109,10 +116,15 @@ def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, s
                               collisions_left, node_limit, stop, w, edge_n, rep, lk, clk)
         if count > 0:
             policy_wanted(b, count, idx_tab, want, nwant)
-            evaluate(kind, ev_ints, ev_words, ev_floats, b.masks, b.values, count, want, nwant, policy, q, d)
+            status = evaluate(kind, ev_ints, ev_words, ev_floats, b.masks, b.values, count, want, nwant, policy,
+                              q, d, m)
+            if status != 0:
+                held[H_COUNT] = count
+                held[H_STATUS] = status
+                return RC_EVAL
         if count > 0 or b.dcount[0] > 0:
-            apply_shared(t, s, p, c, b, count, policy, q, d, q, False, idx_tab, w2, allowed, use_allowed, edge_n,
-                         rep, lk, clk)
+            apply_shared(t, s, p, c, b, count, policy, q, d, m, has_mlh, idx_tab, w2, allowed, use_allowed,
+                         edge_n, rep, lk, clk)
             idle = 0
             continue
         idle += 1  # nothing to pick (or only out-of-order visits): the others hold the tree's leaves
