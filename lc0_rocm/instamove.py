@@ -36,7 +36,7 @@ from .encoding.history import History, PositionState
 from .encoding.legal_policy import softmax_logits
 from .encoding.planes import encode_positions
 from .encoding.policy_map import board_move_to_index
-from .search.core import rules
+from .board import rules
 from .search.evaluator import NNEvaluator
 
 ALGORITHMS = ("policyhead", "valuehead")

@@ -30,7 +30,7 @@ from lc0_rocm.search.core import backup as bk
 from lc0_rocm.search.core import batch as bt
 from lc0_rocm.search.core import extend as ext
 from lc0_rocm.search.core import pick as pk
-from lc0_rocm.search.core import rules
+from lc0_rocm.board import rules
 from lc0_rocm.search.evaluator import NNEvaluator
 from lc0_rocm.search.params import SearchParams
 from lc0_rocm.search.search import Search

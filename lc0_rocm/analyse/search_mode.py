@@ -104,7 +104,7 @@ class GameSearcher:
             wl, d = child.wl, child.d
             mate = None
             if child.is_terminal and wl != 0:
-                from ..search.score import mate_score
+                from ..score import mate_score
 
                 mate = mate_score(child.m, wl)
         else:

@@ -17,7 +17,7 @@ from ..backends.base import Backend
 from ..engine_options import default as _d
 from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
-from .core.move_codes import index_tables
+from ..board.move_codes import index_tables
 from .core.nncache import NNCache
 
 

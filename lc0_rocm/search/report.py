@@ -17,10 +17,10 @@ import numpy as np
 from ..encoding.policy_map import board_move_to_index
 from .core import backup as bk
 from .core import pick as pk
-from .core import rules
-from .core.fastmath import fast_log_f64, wdl_rescale
+from ..board import rules
+from ..fastmath import fast_log_f64, wdl_rescale
 from .core.tree import DRAW, LOSS, TABLEBASE, WIN
-from . import score as sc
+from .. import score as sc
 from .params import SearchParams
 from .tree import NodeView
 

@@ -36,12 +36,12 @@ import numpy as np
 from ..encoding.history import PositionState
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from . import report as rp
-from . import score as sc
+from .. import score as sc
 from .compiled_lanes import compiled_cycle
 from .core import backup as bk
 from .core import batch as bt
 from .core import pick as pk
-from .core import rules
+from ..board import rules
 from .core import shared_worker as sw
 from .core import spinlock
 from .core import worker as wk
