@@ -8,27 +8,27 @@ from .core import batch as bt
 from .core import pick as pk
 from .core import shared_worker as sw
 from .core import spinlock
-from .evaluator import NNEvaluator
 from .factory import GamePosition, new_search
+from .leaf_evaluator import LeafEvaluator
 from .limits import SearchLimits
 from .params import SearchParams, suggested_minibatch
 from .tree import NodeTree
 
 
-def prepare_backend(evaluator: NNEvaluator, minibatch: int = 0) -> None:
+def prepare_backend(evaluator: LeafEvaluator, minibatch: int = 0) -> None:
     """The backend prepares every batch size up to the minibatch (GPU graphs and GEMM plans)."""
     backend = evaluator.backend
     backend.prepare(max(1, min(minibatch or suggested_minibatch(backend), backend.max_batch)))
 
 
-def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0) -> None:
+def warm_up(evaluator: LeafEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0) -> None:
     """Get a search ready before a GUI's first `go`: `prepare_backend`, and every compiled entry
     point runs once with the types a real search uses (compiles the search, one to two minutes on a
     first start, or loads it from the disk cache). Uses its own tree and NN cache; the backend
     evaluates a few positions."""
     prepare_backend(evaluator, minibatch)
 
-    ev = NNEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
+    ev = LeafEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
     ev.fill = evaluator.fill
     ev.cache_history_length = evaluator.cache_history_length
     try:
