@@ -1,15 +1,16 @@
 """The one place compiled code gets its compiler: numba's `njit`, cached on disk, keyed by the code.
 
-Every compiled function of lc0_rocm (the search's, search/core/, and the random and trivial backends')
-is declared with `@jit` from here: `njit(cache=True, nogil=True, _nrt=False, error_model="numpy")`,
-so compiled code runs without the GIL (the backend's thread keeps working), is compiled once per
-machine, and keeps no reference counts: arrays are passed by value, never allocated, so a call that
-takes the tree (a namedtuple of 25 arrays) costs nothing, where numba's reference counting made every
-such call cost ~260 ns (measured). The few functions that allocate use `@jit_alloc` (reference
-counting on). Both add the function to `COMPILED`. `error_model="numpy"`: no arithmetic raises (a
-division by zero gives inf, NaN or, for integers, 0), so no exception can leave a spin lock of the
-shared tree taken (search/core/tree.py's concurrency table); bounds are not checked (numba's
-default, unless NUMBA_BOUNDSCHECK=1 is set for debugging), so indexing raises nothing either.
+Every compiled function of lc0_rocm (the search's, search/core/, and what it is built on, board/ and
+fastmath.py; analyse's game arrays; the random and trivial backends') is declared with `@jit` from
+here: `njit(cache=True, nogil=True, _nrt=False, error_model="numpy")`, so compiled code runs without
+the GIL (the backend's thread keeps working), is compiled once per machine, and keeps no reference
+counts: arrays are passed by value, never allocated, so a call that takes the tree (a namedtuple of
+25 arrays) costs nothing, where numba's reference counting made every such call cost ~260 ns
+(measured). The few functions that allocate use `@jit_alloc` (reference counting on). Both add the
+function to `COMPILED`. `error_model="numpy"`: no arithmetic raises (a division by zero gives inf,
+NaN or, for integers, 0), so no exception can leave a spin lock of the shared tree taken
+(search/core/tree.py's concurrency table); bounds are not checked (numba's default, unless
+NUMBA_BOUNDSCHECK=1 is set for debugging), so indexing raises nothing either.
 
 The cache: `$LC0_ROCM_CACHE/numba/<key>` (default `~/.cache/lc0-rocm/numba/<key>`; an explicit
 NUMBA_CACHE_DIR replaces `$LC0_ROCM_CACHE/numba`), never next to the sources, so a read-only
@@ -18,14 +19,14 @@ from another module changed since would otherwise be reused stale: `<key>` hashe
 modules a compiled function may take code or constants from. For the search that is every module of
 search/core/, of the compiled board it is built on (board/: rules, move codes, input encoder, shared
 with analyse) and lc0's fast math (fastmath.py), and every lc0_rocm module they import, directly or
-not (encoding's constants, this one); the board's and fastmath's functions are cached in the search's
-folder, so that one folder holds all a first start compiles. For a compiled function elsewhere: its
-own module and what it imports. The hash is of each module's
-syntax tree without its docstrings: comments, docstrings and line breaks change nothing, and the
-search's control code (search/*.py outside core/, the time manager) is not in it at all. Unlike
-numba's own NUMBA_CACHE_DIR locator, the folder does not depend on where the sources are installed:
-every copy of the same sources (an editable checkout, a wheel in a venv, a reinstall) shares one
-compiled search. numba keys each entry by the signature, the CPU (LLVM triple, CPU name and features:
+not (encoding's constants, this one); the board's and fastmath's functions are cached in the
+search's folder, so that one folder holds all a first start compiles. For a compiled function
+elsewhere: its own module and what it imports. The hash is of each module's syntax tree without its
+docstrings: comments, docstrings and line breaks change nothing, and the search's control code
+(search/*.py outside core/, the time manager) is not in it at all. Unlike numba's own
+NUMBA_CACHE_DIR locator, the folder does not depend on where the sources are installed: every copy
+of the same sources (an editable checkout, a wheel in a venv, a reinstall) shares one compiled
+search. numba keys each entry by the signature, the CPU (LLVM triple, CPU name and features:
 `CPUCodegen.magic_tuple`), the function's bytecode (not its line numbers), the Python version (the
 file name) and its own version (the index), so another CPU or numba recompiles.
 
