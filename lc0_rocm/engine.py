@@ -170,7 +170,7 @@ class Engine:
     # ---- network and tablebases
     def ensure_net(self) -> bool:
         """Load the network / create the backend if the options changed. False (reported) on failure."""
-        from .search.evaluator import NNEvaluator
+        from .search.leaf_evaluator import LeafEvaluator
 
         if self.opener is None:
             from .api import open_backend as opener
@@ -201,8 +201,8 @@ class Engine:
         net, backend = handle.net, handle.backend
         net_s = time.monotonic() - t0
         self.net, self.backend = net, backend
-        self.evaluator = NNEvaluator(backend, net.input_format, self.opt("NNCacheSize"),
-                                     self.opt("PolicyTemperature"))
+        self.evaluator = LeafEvaluator(backend, net.input_format, self.opt("NNCacheSize"),
+                                       self.opt("PolicyTemperature"))
         self.sync_evaluator()
         minibatch = int(self.opt("MinibatchSize"))
         t1 = time.monotonic()

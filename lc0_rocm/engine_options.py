@@ -236,7 +236,7 @@ def spec(name: str) -> Spec:
 
 def default(name: str):
     """The default of option `name`: the one table of lc0's defaults that the search's parameters
-    (search/params.py) and the NN evaluator (search/evaluator.py) read theirs from."""
+    (search/params.py) and the leaf evaluator (search/leaf_evaluator.py) read theirs from."""
     return spec(name).default
 
 

@@ -32,12 +32,12 @@ from typing import Callable, Optional
 import chess
 import numpy as np
 
+from .board import rules
 from .encoding.history import History, PositionState
 from .encoding.legal_policy import softmax_logits
 from .encoding.planes import encode_positions
 from .encoding.policy_map import board_move_to_index
-from .search.core import rules
-from .search.evaluator import NNEvaluator
+from .search.leaf_evaluator import LeafEvaluator
 
 ALGORITHMS = ("policyhead", "valuehead")
 _KING_STEPS = ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1))  # (rank, file): kKingMoves
@@ -105,13 +105,13 @@ def _cp(q: float) -> int:
     return int(90 * math.tan(1.5637541897 * q))
 
 
-def _evaluate(evaluator: NNEvaluator, histories: list[History]):
+def _evaluate(evaluator: LeafEvaluator, histories: list[History]):
     """(NetOutputs, PackedPlanes) of the histories, on the evaluator's backend (no NN cache)."""
     planes = encode_positions(histories, evaluator.input_format, evaluator.fill)
     return evaluator.submit(planes).result(), planes
 
 
-def policy_head(evaluator: NNEvaluator, history: History) -> InstamoveResult:
+def policy_head(evaluator: LeafEvaluator, history: History) -> InstamoveResult:
     """lc0's PolicyHeadSearch::GetBestMove: the first legal move (lc0's order) of highest policy
     probability (softmax at PolicyTemperature, as lc0's backend gives it)."""
     history = lc0_game(history)
@@ -128,7 +128,7 @@ def policy_head(evaluator: NNEvaluator, history: History) -> InstamoveResult:
     return InstamoveResult(moves[int(np.argmax(p))], 1, cp=_cp(q), wdl=wdl)
 
 
-def value_head(evaluator: NNEvaluator, history: History) -> InstamoveResult:
+def value_head(evaluator: LeafEvaluator, history: History) -> InstamoveResult:
     """lc0's ValueHeadSearch::GetBestMove: every legal move one ply down; a mate first, else the lowest
     Q for the opponent (a drawn end counts 0, D 1); ties to the first move in lc0's order."""
     history = lc0_game(history)
@@ -167,7 +167,7 @@ class InstamoveSearch:
     answers within `start()` (the UCI thread): `on_info(result)`, then `on_bestmove(move, None)`,
     which `go infinite` / `go ponder` hold until `stop()` or `ponderhit()`."""
 
-    def __init__(self, algorithm: str, evaluator: NNEvaluator, history: History, hold_bestmove: bool,
+    def __init__(self, algorithm: str, evaluator: LeafEvaluator, history: History, hold_bestmove: bool,
                  on_info: Callable[[InstamoveResult], None],
                  on_bestmove: Callable[[Optional[chess.Move], Optional[chess.Move]], None]):
         if algorithm not in ALGORITHMS:

@@ -1,28 +1,32 @@
 """The one place compiled code gets its compiler: numba's `njit`, cached on disk, keyed by the code.
 
-Every compiled function of lc0_rocm (the search's, search/core/, and the random and trivial backends')
-is declared with `@jit` from here: `njit(cache=True, nogil=True, _nrt=False, error_model="numpy")`,
-so compiled code runs without the GIL (the backend's thread keeps working), is compiled once per
-machine, and keeps no reference counts: arrays are passed by value, never allocated, so a call that
-takes the tree (a namedtuple of 25 arrays) costs nothing, where numba's reference counting made every
-such call cost ~260 ns (measured). The few functions that allocate use `@jit_alloc` (reference
-counting on). Both add the function to `COMPILED`. `error_model="numpy"`: no arithmetic raises (a
-division by zero gives inf, NaN or, for integers, 0), so no exception can leave a spin lock of the
-shared tree taken (search/core/tree.py's concurrency table); bounds are not checked (numba's
-default, unless NUMBA_BOUNDSCHECK=1 is set for debugging), so indexing raises nothing either.
+Every compiled function of lc0_rocm (the search's, search/core/, and what it is built on, board/ and
+fastmath.py; analyse's game arrays; the random and trivial backends') is declared with `@jit` from
+here: `njit(cache=True, nogil=True, _nrt=False, error_model="numpy")`, so compiled code runs without
+the GIL (the backend's thread keeps working), is compiled once per machine, and keeps no reference
+counts: arrays are passed by value, never allocated, so a call that takes the tree (a namedtuple of
+25 arrays) costs nothing, where numba's reference counting made every such call cost ~260 ns
+(measured). The few functions that allocate use `@jit_alloc` (reference counting on). Both add the
+function to `COMPILED`. `error_model="numpy"`: no arithmetic raises (a division by zero gives inf,
+NaN or, for integers, 0), so no exception can leave a spin lock of the shared tree taken
+(search/core/tree.py's concurrency table); bounds are not checked (numba's default, unless
+NUMBA_BOUNDSCHECK=1 is set for debugging), so indexing raises nothing either.
 
 The cache: `$LC0_ROCM_CACHE/numba/<key>` (default `~/.cache/lc0-rocm/numba/<key>`; an explicit
 NUMBA_CACHE_DIR replaces `$LC0_ROCM_CACHE/numba`), never next to the sources, so a read-only
 site-packages works. numba checks only a function's own file, so a cached function that inlined code
 from another module changed since would otherwise be reused stale: `<key>` hashes the code of the
 modules a compiled function may take code or constants from. For the search that is every module of
-search/core/ and every lc0_rocm module they import, directly or not (encoding's constants, this one);
-for a compiled function elsewhere, its own module and what it imports. The hash is of each module's
-syntax tree without its docstrings: comments, docstrings and line breaks change nothing, and the
-search's control code (search/*.py outside core/, the time manager) is not in it at all. Unlike
-numba's own NUMBA_CACHE_DIR locator, the folder does not depend on where the sources are installed:
-every copy of the same sources (an editable checkout, a wheel in a venv, a reinstall) shares one
-compiled search. numba keys each entry by the signature, the CPU (LLVM triple, CPU name and features:
+search/core/, of the compiled board it is built on (board/: rules, move codes, input encoder, shared
+with analyse) and lc0's fast math (fastmath.py), and every lc0_rocm module they import, directly or
+not (encoding's constants, this one); the board's and fastmath's functions are cached in the
+search's folder, so that one folder holds all a first start compiles. For a compiled function
+elsewhere: its own module and what it imports. The hash is of each module's syntax tree without its
+docstrings: comments, docstrings and line breaks change nothing, and the search's control code
+(search/*.py outside core/, the time manager) is not in it at all. Unlike numba's own
+NUMBA_CACHE_DIR locator, the folder does not depend on where the sources are installed: every copy
+of the same sources (an editable checkout, a wheel in a venv, a reinstall) shares one compiled
+search. numba keys each entry by the signature, the CPU (LLVM triple, CPU name and features:
 `CPUCodegen.magic_tuple`), the function's bytecode (not its line numbers), the Python version (the
 file name) and its own version (the index), so another CPU or numba recompiles.
 
@@ -49,6 +53,8 @@ from numba.core import caching
 
 PKG = Path(__file__).resolve().parent
 SEARCH_CORE = PKG / "search" / "core"  # the compiled search: one cache folder for all of it
+BOARD = PKG / "board"  # the compiled code below the search that it inlines (and analyse shares) ...
+FASTMATH = PKG / "fastmath.py"  # ... cached in the search's folder, keyed with it
 COMPILED: list = []  # every @jit / @jit_alloc function, in import order
 
 
@@ -135,10 +141,16 @@ def code_key(files, pkg: Path = PKG) -> str:
     return h.hexdigest()[:16]
 
 
+def search_sources(pkg: Path = PKG) -> list:
+    """The modules of the compiled search (of lc0_rocm in folder `pkg`): search/core/, board/ and
+    fastmath.py."""
+    return sorted([*(pkg / "search" / "core").glob("*.py"), *(pkg / "board").glob("*.py"), pkg / "fastmath.py"])
+
+
 def sources_key(pkg: Path = PKG) -> str:
-    """The compiled search's key: the code of search/core/ and what it imports (of lc0_rocm in
+    """The compiled search's key: the code of `search_sources` and what they import (of lc0_rocm in
     folder `pkg`)."""
-    return code_key(sorted((pkg / "search" / "core").glob("*.py")), pkg)
+    return code_key(search_sources(pkg), pkg)
 
 
 @functools.lru_cache(maxsize=None)
@@ -229,7 +241,7 @@ class _CodeLocator(caching._CacheLocator):
         f = Path(py_file).resolve()
         if not f.is_file():
             return None
-        if f.parent == SEARCH_CORE:
+        if f.parent in (SEARCH_CORE, BOARD) or f == FASTMATH:
             self = cls(cache_dir(), cache_dir().name)
         else:
             key = _file_key(f)

@@ -64,6 +64,9 @@ def test_a_code_edit_of_the_control_code_keeps_the_key(pkg):
     ("search/core/pick.py", "import math\n", "import math\nimport os\n"),
     ("search/core/spinlock.py", "SPINS_BEFORE_YIELD = 64", "SPINS_BEFORE_YIELD = 65"),
     ("encoding/packed.py", "NUM_PLANES = 112", "NUM_PLANES = 113"),  # a constant the compiled encoder freezes
+    ("board/rules.py", "U1, U8 = np.uint64(1), np.uint64(8)", "U1, U8 = np.uint64(1), np.uint64(9)"),  # below the search
+    ("board/move_codes.py", "NUM_CODES = 6 * 4096", "NUM_CODES = 7 * 4096"),
+    ("fastmath.py", "eps = np.float32(0.0001)", "eps = np.float32(0.001)"),
 ])
 def test_a_code_edit_of_compiled_code_changes_the_key(pkg, module, old, new):
     before = jit.sources_key(pkg)
@@ -73,7 +76,23 @@ def test_a_code_edit_of_compiled_code_changes_the_key(pkg, module, old, new):
 
 def test_the_control_code_is_outside_the_key():
     """The search's control modules and the time manager are not among the modules hashed."""
-    hashed = {f.relative_to(jit.PKG).as_posix() for f in jit.closure(sorted(jit.SEARCH_CORE.glob("*.py")))}
+    hashed = {f.relative_to(jit.PKG).as_posix() for f in jit.closure(jit.search_sources())}
     control = {f.relative_to(jit.PKG).as_posix() for f in (jit.PKG / "search").glob("*.py")}
-    assert "search/core/pick.py" in hashed and "encoding/packed.py" in hashed
+    assert {"search/core/pick.py", "encoding/packed.py", "board/rules.py", "board/encode.py", "fastmath.py"} <= hashed
     assert not hashed & control, sorted(hashed & control)
+
+
+def test_the_code_below_the_search_is_cached_with_it():
+    """The compiled board and lc0's fast math, which the search inlines, are cached in the search's
+    folder (one folder holds all a first start compiles); a compiled function elsewhere, in its own."""
+    from lc0_rocm import fastmath
+    from lc0_rocm.analyse import game_arrays
+    from lc0_rocm.board import encode, rules
+    from lc0_rocm.search.core import pick
+
+    def folder(d):
+        return jit._CodeLocator.from_function(d.py_func, d.py_func.__code__.co_filename).get_cache_path()
+
+    for d in (pick.pick_nodes, rules.legal_moves, encode.encode, fastmath.wdl_rescale):
+        assert folder(d) == str(jit.cache_dir()), d.py_func.__qualname__
+    assert folder(game_arrays._fen) != str(jit.cache_dir())

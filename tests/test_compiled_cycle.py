@@ -22,7 +22,7 @@ from lc0_rocm.encoding.planes import encode_positions
 from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.net.loader import load_net
 from lc0_rocm.search.core.cycle import RC_NODES, RC_ROOM, collision_budget
-from lc0_rocm.search.evaluator import NNEvaluator
+from lc0_rocm.search.leaf_evaluator import LeafEvaluator
 from lc0_rocm.search.limits import SearchLimits
 from lc0_rocm.search.params import SearchParams
 from lc0_rocm.search.params import collision_budget as python_budget
@@ -31,9 +31,9 @@ from lc0_rocm.search.tree import NodeTree
 from test_shared_tree import KIWIPETE, NET, _check_tree, _search
 
 
-def _evaluator(backend: str, options: str = "") -> NNEvaluator:
+def _evaluator(backend: str, options: str = "") -> LeafEvaluator:
     b = create_backend(backend, load_net(NET), options)
-    return NNEvaluator(b, b.net.input_format)
+    return LeafEvaluator(b, b.net.input_format)
 
 
 @pytest.mark.parametrize("backend", ["random", "trivial"])

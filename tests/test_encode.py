@@ -1,4 +1,4 @@
-"""The compiled encoder (`search.core.encode`) against the general encoder (`encoding.planes`), bit for bit.
+"""The compiled encoder (`board.encode`) against the general encoder (`encoding.planes`), bit for bit.
 
 Positions: every ply of the famous games and hand-made lines of tests/data/games.json (en passant,
 castling-right changes, promotions, high rule-50 starts, repetitions, pawnless endings with
@@ -25,7 +25,7 @@ from lc0_rocm.encoding.history import History
 from lc0_rocm.encoding.planes import FILL_MODES, INPUT_FORMATS, encode_positions
 from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.encoding.transforms import transform_bitboard as ref_transform_bitboard
-from lc0_rocm.search.core.encode import FILL_CODES, NUM_PLANES, encode, input_hash, transform_bitboard
+from lc0_rocm.board.encode import FILL_CODES, NUM_PLANES, encode, input_hash, transform_bitboard
 from lc0_rocm.jit import jit
 
 DATA = json.loads((Path(__file__).resolve().parent / "data" / "games.json").read_text())

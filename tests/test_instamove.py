@@ -67,12 +67,12 @@ def _numbers(info: str) -> tuple[str, list[int]]:
 def evaluators():
     from lc0_rocm.backends.cpu import CpuBackend
     from lc0_rocm.net.loader import load_net
-    from lc0_rocm.search.evaluator import NNEvaluator
+    from lc0_rocm.search.leaf_evaluator import LeafEvaluator
 
     out = {}
     for name in NETS:
         net = load_net(require_shared(SHARED_WEIGHTS_DIR / name))
-        out[name] = NNEvaluator(CpuBackend(net), net.input_format)
+        out[name] = LeafEvaluator(CpuBackend(net), net.input_format)
     yield out
     for ev in out.values():
         ev.close()

@@ -21,7 +21,10 @@ LAYERS = {
     "errors": 0, "jit": 0, "ccall": 0, "activations": 0, "blas_threads": 0, "values": 0, "default_net": 0, "version": 0,
     "engine_options": 1,  # the option table, read by every layer above
     "encoding": 1,  # PackedPlanes, NetOutputs, policy map, position encoding: the I/O contract
+    "fastmath": 1,  # lc0's fast math, compiled (the WDL rescale)
     "net": 2,  # NetDescription, loader, writer
+    "board": 2,  # the compiled board: rules, move codes, input encoder (the search's and analyse's)
+    "score": 2,  # UCI scores (cp, mate, wdl) of values: the search's reports and analyse's records
     "validation_positions": 2,  # the validate suites, built on encoding's start position
     "reference": 3, "onnx_export": 3,
     "gpu.runtime": 3,  # hip-python only

@@ -15,7 +15,7 @@ import pytest
 
 from lc0_rocm.api import open_backend
 from lc0_rocm.encoding.position import parse_position
-from lc0_rocm.search.evaluator import NNEvaluator
+from lc0_rocm.search.leaf_evaluator import LeafEvaluator
 from lc0_rocm.search.params import SearchParams
 from lc0_rocm.search.search import Search
 from lc0_rocm.search.limits import SearchLimits
@@ -60,7 +60,7 @@ def test_move_table_is_lc0s(backend):
     theirs = _lc0(backend)
     ev = open_backend(NET, backend)
     assert ev.net.input_format == 1 and ev.net.has_wdl == (backend == "random") and not ev.net.has_moves_left
-    nn = NNEvaluator(ev.backend, ev.net.input_format)
+    nn = LeafEvaluator(ev.backend, ev.net.input_format)
     try:
         for (fen, moves, nodes), lines in zip(CASES, theirs):
             nn.cache.clear()

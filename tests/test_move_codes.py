@@ -1,7 +1,7 @@
 """Policy indices of the search's move codes against encoding.legal_policy (the board version).
 
 For positions of both colours, every canonical transform and Chess960 castling, the index table of
-search.core.move_codes must give each legal move the policy index that `legal_move_indices` gives it.
+board.move_codes must give each legal move the policy index that `legal_move_indices` gives it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from lc0_rocm.encoding.history import PositionState
 from lc0_rocm.encoding.policy_map import legal_move_indices
-from lc0_rocm.search.core import rules
-from lc0_rocm.search.core.move_codes import index_tables
+from lc0_rocm.board import rules
+from lc0_rocm.board.move_codes import index_tables
 
 FENS = [
     chess.STARTING_FEN,

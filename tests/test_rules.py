@@ -1,4 +1,4 @@
-"""The compiled chess rules (lc0_rocm/search/core/rules.py) against python-chess, the truth for moves,
+"""The compiled chess rules (lc0_rocm/board/rules.py) against python-chess, the truth for moves,
 their order, check and the position after each move.
 
 Along seeded random games from the start position, from the perft test positions (castling, en
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from lc0_rocm.encoding.history import PositionState
-from lc0_rocm.search.core import rules as R
+from lc0_rocm.board import rules as R
 
 STARTS = [
     chess.STARTING_FEN,

@@ -17,8 +17,8 @@ import pytest
 from lc0_oracle import require_lc0, require_lczero
 from uci_pipe import UciPipe
 
-from lc0_rocm.search import score as sc
-from lc0_rocm.search.core.fastmath import fast_log_f64
+from lc0_rocm import score as sc
+from lc0_rocm.fastmath import fast_log_f64
 
 
 def test_fast_exp_and_log_are_close_to_exact():

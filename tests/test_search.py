@@ -30,8 +30,8 @@ from lc0_rocm.search.core import backup as bk
 from lc0_rocm.search.core import batch as bt
 from lc0_rocm.search.core import extend as ext
 from lc0_rocm.search.core import pick as pk
-from lc0_rocm.search.core import rules
-from lc0_rocm.search.evaluator import NNEvaluator
+from lc0_rocm.board import rules
+from lc0_rocm.search.leaf_evaluator import LeafEvaluator
 from lc0_rocm.search.params import SearchParams
 from lc0_rocm.search.search import Search
 from lc0_rocm.search.core.tree import DRAW, END_OF_GAME, TWO_FOLD, WIN
@@ -51,20 +51,20 @@ DEFAULT = WEIGHTS_DIR / "bt-small-smolgen-pedense.pb.gz"
 _NETS: dict = {}
 
 
-def evaluator(path, **kw) -> NNEvaluator:
+def evaluator(path, **kw) -> LeafEvaluator:
     if path not in _NETS:
         if not path.exists():
             pytest.skip(f"{path} not present")
         net = load_net(path)
         _NETS[path] = (net, create_backend("cpu", net))
     net, backend = _NETS[path]
-    ev = NNEvaluator(backend, net.input_format)
+    ev = LeafEvaluator(backend, net.input_format)
     for k, v in kw.items():
         setattr(ev, k, v)
     return ev
 
 
-def search(ev: NNEvaluator, fen=None, moves=(), nodes=100, tree=None, params=None, run=True, **kw) -> Search:
+def search(ev: LeafEvaluator, fen=None, moves=(), nodes=100, tree=None, params=None, run=True, **kw) -> Search:
     net = ev.backend.net
     h = parse_position(fen, list(moves))
     tree = tree or NodeTree()
@@ -315,7 +315,7 @@ class CountingBackend(Backend):
 def test_minibatches_are_gathered_and_evaluated_on_a_worker_thread():
     base = evaluator(MAIA if MAIA.exists() else SMALL)
     backend = CountingBackend(base.backend)
-    ev = NNEvaluator(backend, base.input_format)
+    ev = LeafEvaluator(backend, base.input_format)
     s = search(ev, None, ["e2e4"], nodes=600, params=SearchParams(minibatch_size=32, smart_pruning_factor=0))
     assert 600 <= s.root.n <= 600 + int(2.4 * 32)
     assert max(backend.sizes) <= 32 and max(backend.sizes) >= 16
@@ -564,7 +564,7 @@ def test_an_asynchronous_backend_is_driven_by_submit_and_collect():
     params = SearchParams(minibatch_size=8, smart_pruning_factor=0)
     runs = []
     for backend in (sync_backend, async_backend):
-        ev = NNEvaluator(backend, base.input_format)
+        ev = LeafEvaluator(backend, base.input_format)
         runs.append(search(ev, None, ["d2d4", "g8f6"], nodes=300, params=params))
     a, b = runs
     assert [c.n if c else 0 for c in a.root.children] == [c.n if c else 0 for c in b.root.children]
@@ -573,7 +573,7 @@ def test_an_asynchronous_backend_is_driven_by_submit_and_collect():
     assert async_backend.submitting_threads == {"MainThread"}  # the search's own thread (run() here)
     assert b.gathers_while_evaluating > 0
     # stopped in the middle: every submitted batch is still collected (a GPU's buffers come back)
-    ev = NNEvaluator(async_backend, base.input_format)
+    ev = LeafEvaluator(async_backend, base.input_format)
     h = parse_position(None, [])
     tree = NodeTree()
     tree.set_position("startpos", [], h.last)
@@ -602,7 +602,7 @@ class NaNBackend(Backend):
 
 def test_a_net_giving_nan_still_gets_a_legal_bestmove():
     base = evaluator(SMALL)
-    ev = NNEvaluator(NaNBackend(base.backend), base.input_format)
+    ev = LeafEvaluator(NaNBackend(base.backend), base.input_format)
     got = []
     s = search(ev, None, ["e2e4"], nodes=50, run=False, on_info=lambda lines: None,
                on_bestmove=lambda best, ponder: got.append(best))

@@ -21,7 +21,7 @@ import pytest
 from lc0_rocm.backends.factory import create_backend
 from lc0_rocm.encoding.position import parse_position
 from lc0_rocm.net.loader import load_net
-from lc0_rocm.search.evaluator import NNEvaluator
+from lc0_rocm.search.leaf_evaluator import LeafEvaluator
 from lc0_rocm.search.limits import SearchLimits
 from lc0_rocm.search.params import SearchParams, search_threads
 from lc0_rocm.search.search import Search
@@ -34,9 +34,9 @@ NET = WEIGHTS_DIR / "bt-small-smolgen-pedense.pb.gz"  # the random backend ignor
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 
 
-def _evaluator(options: str = "", **kw) -> NNEvaluator:
+def _evaluator(options: str = "", **kw) -> LeafEvaluator:
     backend = create_backend("random", load_net(NET), options)
-    ev = NNEvaluator(backend, backend.net.input_format)
+    ev = LeafEvaluator(backend, backend.net.input_format)
     for k, v in kw.items():
         setattr(ev, k, v)
     return ev

@@ -75,13 +75,13 @@ THREADS = 0  # lc0's Threads for the in-process searches (--threads)
 
 def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipeline: bool = True):
     """One `go nodes N` from `position` with a fresh tree and NN cache: (search, wall seconds)."""
-    from lc0_rocm.search.evaluator import NNEvaluator
+    from lc0_rocm.search.leaf_evaluator import LeafEvaluator
     from lc0_rocm.search.factory import GamePosition, new_search
     from lc0_rocm.search.limits import SearchLimits
     from lc0_rocm.search.params import params_from_settings
 
     fen, moves = position
-    ev = NNEvaluator(backend, net.input_format)
+    ev = LeafEvaluator(backend, net.input_format)
     position = GamePosition.parse(fen, moves)
     params = params_from_settings({"MinibatchSize": minibatch, "SmartPruningFactor": 0,
                                  "Threads": THREADS if pipeline else 1})  # Threads 1: no pipelining

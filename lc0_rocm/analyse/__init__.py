@@ -15,8 +15,8 @@ through the public API (`lc0_rocm.api.open_backend`) and, in search mode, runs t
 - `work`: what a worker does to a unit: parse, select and encode its positions (`prepare`), and turn
   network outputs into records (`raw_records`).
 - `game_arrays`: `work`'s compiled per-game code: replay, legal moves, FEN, SAN, planes, and the records'
-  policies, top moves and played ranks (the one module that imports the search's compiled rules and
-  encoder).
+  policies, top moves and played ranks (the one module that imports the compiled board's rules and
+  encoder; raw mode imports nothing of the search).
 - `formats`: one game's records → its JSONL lines, CSV rows and annotated PGN text.
 - `pipeline`: the local run: a reader stage, full batches on the backend (two in flight), a writer
   stage; worker processes for parsing/encoding and for records/formatting when asked.

@@ -2,9 +2,9 @@
 the move played there and input planes, in one numba call per game (`work.prepare`'s fast path).
 
 python-chess reads the PGN text and gives the start board and the moves (`work.parse_game`); from
-there everything per position is compiled code on numpy arrays, with the search's move generator and
-make-move (`search.core.rules`) and its encoder (`search.core.encode`): this module is analyse's one door to
-them. Each piece reproduces python-chess or the general encoder exactly, and tests/test_analyse_arrays.py
+there everything per position is compiled code on numpy arrays, with the compiled board's move generator
+and make-move (`board.rules`) and its encoder (`board.encode`), the search's own: this module is analyse's
+one door to them. Each piece reproduces python-chess or the general encoder exactly, and tests/test_analyse_arrays.py
 compares every game's task with the python-chess path's (`work.prepare_python`), which stays the truth:
 
 * moves: each played move is found among the position's legal moves (python-chess's form: standard
@@ -13,11 +13,11 @@ compares every game's task with the python-chess path's (`work.prepare_python`),
   capture is legal, half-move clock and move number);
 * SAN: `Board.san()` (`_algebraic_without_suffix`: file/rank disambiguation among the legal moves of
   the same piece type to the same square, then `+` or `#` from the position after the move);
-* planes: `search.core.encode.encode` on the game's positions chained by `parent`, with lc0's repetition
+* planes: `board.encode.encode` on the game's positions chained by `parent`, with lc0's repetition
   counts (`encoding.history.PositionState._compute_repetitions`).
 
 Standard chess only: a Chess960 game goes the python-chess way. The compiled code is cached on disk
-under the key of this file's code and of what it imports (the search's core among it: lc0_rocm/jit.py).
+under the key of this file's code and of what it imports (the compiled board among it: lc0_rocm/jit.py).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import chess
 import numpy as np
 
 from ..jit import jit
-from ..search.core.encode import encode
-from ..search.core.move_codes import index_tables
-from ..search.core.rules import legal_moves, make_move, msb
+from ..board.encode import encode
+from ..board.move_codes import index_tables
+from ..board.rules import legal_moves, make_move, msb
 
 MAX_MOVES = 256  # legal moves of one position, at most (218 in chess)
 # the longest FEN of a position the search takes: 71 bytes of board (all ones and slashes), then

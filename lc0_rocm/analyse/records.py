@@ -148,7 +148,7 @@ def score_win_percent(score: float) -> float:
 
 def centipawns(q: float) -> int:
     """lc0's `centipawn` score type of a value (90 tan(1.5637541897 q)), from the same view."""
-    from ..search.score import uci_score
+    from ..score import uci_score
 
     q = max(-1.0, min(1.0, float(q)))
     return uci_score("centipawn", q, 0.0, has_wdl=False)

@@ -23,7 +23,7 @@ class GameSearcher:
     """Searches the positions of games with one backend (one NN cache for the whole run)."""
 
     def __init__(self, evaluator, nodes: int, minibatch: int = 0, cache_size: int = 200_000):
-        from ..search.evaluator import NNEvaluator
+        from ..search.leaf_evaluator import LeafEvaluator
         from ..search.params import params_from_settings
         from ..search.warmup import warm_up
 
@@ -31,7 +31,7 @@ class GameSearcher:
         self.nodes = int(nodes)
         net = evaluator.net
         self.has_wdl, self.has_mlh = bool(net.has_wdl), bool(net.has_moves_left)
-        self.nn = NNEvaluator(evaluator.backend, net.input_format, cache_size)
+        self.nn = LeafEvaluator(evaluator.backend, net.input_format, cache_size)
         self.params = params_from_settings({"MinibatchSize": minibatch, "SmartPruningFactor": 0, "Threads": 1})
         warm_up(self.nn, self.has_wdl, self.has_mlh, minibatch)
 
@@ -104,7 +104,7 @@ class GameSearcher:
             wl, d = child.wl, child.d
             mate = None
             if child.is_terminal and wl != 0:
-                from ..search.score import mate_score
+                from ..score import mate_score
 
                 mate = mate_score(child.m, wl)
         else:

@@ -392,7 +392,7 @@ _MOVES = np.zeros(256, dtype=np.int16)  # legal_moves' output buffer (one per wo
 def legal_codes(pos, chess960: bool, transform: int) -> tuple[np.ndarray, np.ndarray]:
     """(move codes as `move_code` gives them, policy indices) of the legal moves of a position
     (`encoding.history.PositionState`), in python-chess's order: the search's compiled move
-    generator (`search.core.rules.legal_moves`) and its policy-index table (`search.core.move_codes`)."""
+    generator (`board.rules.legal_moves`) and its policy-index table (`board.move_codes`)."""
     from .game_arrays import index_tables, legal_moves  # analyse's one door to the compiled search
 
     bbs = np.array(pos.bbs, dtype=np.uint64)

@@ -129,11 +129,11 @@ def encode_fen(fen: str, input_format: int) -> PackedPlanes:
 
 class BatchEncoder:
     """Builds the batch lc0's backendbench times: `n` copies of one position, every row encoded by
-    the search's compiled encoder (`search.core.encode`, the engine's own path; lc0 encodes in C++)."""
+    the search's compiled encoder (`board.encode`, the engine's own path; lc0 encodes in C++)."""
 
     def __init__(self, history: History, input_format: int, fill: str = "fen_only"):
         from ..encoding.planes import encode_positions
-        from ..search.core import encode as enc
+        from ..board import encode as enc
         from ..search.params import FILL_CODES
         from ..search.core.tree import M_STARTPOS
         from ..search.tree import NodeTree

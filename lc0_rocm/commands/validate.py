@@ -261,7 +261,7 @@ def search_bestmoves(backend, net, boards, nodes: int, minibatch: int, step=lamb
     deterministic settings: a fresh tree and NN cache per position, no smart pruning; `step(done)`
     after each board."""
     from ..encoding.history import History
-    from ..search.evaluator import NNEvaluator
+    from ..search.leaf_evaluator import LeafEvaluator
     from ..search.factory import GamePosition, new_search
     from ..search.limits import SearchLimits
     from ..search.params import params_from_settings
@@ -275,7 +275,7 @@ def search_bestmoves(backend, net, boards, nodes: int, minibatch: int, step=lamb
             continue
         position = GamePosition(History.from_board(board), [m.uci() for m in board.move_stack],
                                 board.root().fen(), board.chess960, board)
-        ev = NNEvaluator(backend, net.input_format)
+        ev = LeafEvaluator(backend, net.input_format)
         try:
             s = new_search(position, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl,
                            has_mlh=net.has_moves_left)

@@ -20,7 +20,7 @@ from ..encoding.history import History
 from .limits import SearchLimits
 
 if TYPE_CHECKING:  # the search's modules load numba: not needed to name a position
-    from .evaluator import NNEvaluator
+    from .leaf_evaluator import LeafEvaluator
     from .params import SearchParams
     from .search import Search
     from .tree import NodeTree
@@ -62,7 +62,7 @@ class GamePosition:
         return earlier.start_key == self.start_key and self.moves[:len(earlier.moves)] == earlier.moves
 
 
-def new_search(position: GamePosition, evaluator: "NNEvaluator", params: "SearchParams",
+def new_search(position: GamePosition, evaluator: "LeafEvaluator", params: "SearchParams",
                limits: Union[SearchLimits, Callable[[int], SearchLimits]], tree: Optional["NodeTree"] = None, *,
                has_wdl: bool = True, has_mlh: bool = False, origin: Optional[float] = None, **options) -> "Search":
     """A `Search` of `position` ready to `run()` or `start()`: on `tree` (its root set to the position,

@@ -39,12 +39,12 @@ def compile_search() -> None:
     from ..backends.trivial import TrivialBackend
     from ..default_net import default_net_path
     from ..net.loader import load_net
-    from .evaluator import NNEvaluator
+    from .leaf_evaluator import LeafEvaluator
     from .warmup import warm_up
 
     net = load_net(default_net_path())
     for backend in (CpuBackend(net), TrivialBackend(net, {})):
-        evaluator = NNEvaluator(backend, backend.net.input_format, 1024, 1.0)
+        evaluator = LeafEvaluator(backend, backend.net.input_format, 1024, 1.0)
         try:
             warm_up(evaluator, backend.net.has_wdl, backend.net.has_moves_left, 0)
         finally:

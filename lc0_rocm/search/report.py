@@ -14,13 +14,13 @@ from typing import Optional
 import chess
 import numpy as np
 
+from .. import score as sc
+from ..board import rules
 from ..encoding.policy_map import board_move_to_index
+from ..fastmath import fast_log_f64, wdl_rescale
 from .core import backup as bk
 from .core import pick as pk
-from .core import rules
-from .core.fastmath import fast_log_f64, wdl_rescale
 from .core.tree import DRAW, LOSS, TABLEBASE, WIN
-from . import score as sc
 from .params import SearchParams
 from .tree import NodeView
 

@@ -33,21 +33,21 @@ from typing import Callable, Optional
 import chess
 import numpy as np
 
+from .. import score as sc
+from ..board import rules
 from ..encoding.history import PositionState
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from . import report as rp
-from . import score as sc
 from .compiled_lanes import compiled_cycle
 from .core import backup as bk
 from .core import batch as bt
 from .core import pick as pk
-from .core import rules
 from .core import shared_worker as sw
 from .core import spinlock
 from .core import worker as wk
 from .core.packed_params import P_TB_PIECES
 from .core.tree import M_TOP
-from .evaluator import NNEvaluator
+from .leaf_evaluator import LeafEvaluator
 from .lanes import AutoInline, Gate, Lane, Slot
 from .limits import IterationStats, SearchLimits
 from .params import SearchParams, batches_in_flight, collision_budget, search_threads, suggested_minibatch
@@ -67,7 +67,7 @@ class Search:
     search/factory.py's `new_search`."""
 
     def __init__(self, tree: NodeTree, root_board: chess.Board, first_state: PositionState,
-                 evaluator: NNEvaluator, params: SearchParams, limits: SearchLimits,
+                 evaluator: LeafEvaluator, params: SearchParams, limits: SearchLimits,
                  has_wdl: bool = True, has_mlh: bool = False,
                  searchmoves: Optional[list[chess.Move]] = None,
                  on_info: Optional[Callable[[list[InfoLine]], None]] = None,

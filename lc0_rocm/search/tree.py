@@ -13,7 +13,7 @@ from typing import Optional
 import chess
 import numpy as np
 
-from .core import rules
+from ..board import rules
 from .core.tree import (EDGE_BYTES, ROW_BYTES, M_960, M_ETOP, M_ROOT, M_STARTPOS, M_TOP, NON_TERMINAL, TreeArrays,
                         copy_subtree, grown, init_node, make_not_terminal, new_arrays, subtree_size, write_position)
 

@@ -8,14 +8,14 @@ from .core import batch as bt
 from .core import pick as pk
 from .core import shared_worker as sw
 from .core import spinlock
-from .evaluator import NNEvaluator
 from .factory import GamePosition, new_search
+from .leaf_evaluator import LeafEvaluator
 from .limits import SearchLimits
 from .params import SearchParams, search_threads, suggested_minibatch
 from .tree import NodeTree
 
 
-def prepare_backend(evaluator: NNEvaluator, minibatch: int = 0, threads: int = 0) -> None:
+def prepare_backend(evaluator: LeafEvaluator, minibatch: int = 0, threads: int = 0) -> None:
     """The backend prepares every batch size up to the minibatch (GPU graphs and GEMM plans), and with
     several search threads (`threads` as the engine's Threads option) each thread's own evaluation
     (a GPU backend builds and prepares a runner per thread: backends/rocm.py `compiled_lanes`)."""
@@ -27,7 +27,7 @@ def prepare_backend(evaluator: NNEvaluator, minibatch: int = 0, threads: int = 0
         backend.compiled_lanes(count, rows)
 
 
-def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0,
+def warm_up(evaluator: LeafEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0,
             threads: int = 0) -> None:
     """Get a search ready before a GUI's first `go`: `prepare_backend`, and every compiled entry
     point runs once with the types a real search uses (compiles the search, one to two minutes on a
@@ -35,7 +35,7 @@ def warm_up(evaluator: NNEvaluator, has_wdl: bool = True, has_mlh: bool = False,
     evaluates a few positions."""
     prepare_backend(evaluator, minibatch, threads)
 
-    ev = NNEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
+    ev = LeafEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
     ev.fill = evaluator.fill
     ev.cache_history_length = evaluator.cache_history_length
     try:

@@ -32,7 +32,7 @@ def policy_answer(host, position, go: GoParams) -> tuple:
     without a legal move; the network's value in lc0's `centipawn` formula) after one
     evaluation, ScoreType WDL_mu's rescaling being compiled code."""
     from ..api import Evaluator
-    from ..search.score import uci_score
+    from ..score import uci_score
 
     e = Evaluator(host.net, host.backend).evaluate(position.history.board)
     allowed = {m.lower() for m in go.searchmoves}

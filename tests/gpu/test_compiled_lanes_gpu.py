@@ -100,10 +100,10 @@ def _search(ev, fen, threads, nodes, minibatch=64):
 def test_threads_search_in_compiled_code_on_the_gpu(gpu, name):
     from lc0_rocm.backends.factory import create_backend
     from lc0_rocm.search.core import cycle as cy
-    from lc0_rocm.search.evaluator import NNEvaluator
+    from lc0_rocm.search.leaf_evaluator import LeafEvaluator
 
     net = _net(name)
-    ev = NNEvaluator(create_backend("rocm-fp16", net), net.input_format)
+    ev = LeafEvaluator(create_backend("rocm-fp16", net), net.input_format)
     try:
         for fen in (None, KIWIPETE):
             s = _search(ev, fen, threads=3, nodes=4000)
@@ -126,10 +126,10 @@ def test_a_failed_call_is_a_typed_error_with_no_visit_left_in_flight(gpu):
     from lc0_rocm.errors import GpuError, GpuOutOfMemoryError
     from lc0_rocm.backends import gpu_round_trip as cb
     from lc0_rocm.search.core.batch import S_IN_FLIGHT
-    from lc0_rocm.search.evaluator import NNEvaluator
+    from lc0_rocm.search.leaf_evaluator import LeafEvaluator
 
     net = _net("default")
-    ev = NNEvaluator(create_backend("rocm-fp16", net), net.input_format)
+    ev = LeafEvaluator(create_backend("rocm-fp16", net), net.input_format)
     try:
         ev.backend.prepare(64)
         entries = ev.backend.compiled_lanes(3, 64)

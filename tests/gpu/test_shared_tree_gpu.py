@@ -24,14 +24,14 @@ def test_threads_on_the_gpu(gpu, threads):
     from lc0_rocm.default_net import default_net_path
     from lc0_rocm.encoding.position import parse_position
     from lc0_rocm.net.loader import load_net
-    from lc0_rocm.search.evaluator import NNEvaluator
+    from lc0_rocm.search.leaf_evaluator import LeafEvaluator
     from lc0_rocm.search.limits import SearchLimits
     from lc0_rocm.search.params import SearchParams
     from lc0_rocm.search.search import Search
     from lc0_rocm.search.tree import NodeTree
 
     net = load_net(default_net_path())
-    ev = NNEvaluator(create_backend("rocm-fp16", net), net.input_format)
+    ev = LeafEvaluator(create_backend("rocm-fp16", net), net.input_format)
     try:
         for fen in (None, KIWIPETE):
             h = parse_position(fen, [])

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...jit import jit
 from . import nncache
-from .fastmath import wdl_rescale
+from ...fastmath import wdl_rescale
 from .batch import (MAX_MOVES, S_BATCHES, S_CUM_DEPTH, S_IN_FLIGHT, S_MAX_DEPTH, S_NN_EVALS, S_PLAYOUTS,
                     S_REVERTED, TB_RESULT)
 from .spinlock import fetch_add, lock, unlock
@@ -340,7 +340,7 @@ def priors(p, b, j, n, policy, idx_tab, w2):
         logits[k] = v
         if v > mx:
             mx = v
-    # lc0's FastExp of (logit - max) / T, bit for bit (search.score.fast_exp_array), summed in order
+    # lc0's FastExp of (logit - max) / T, bit for bit (score.fast_exp_array), summed in order
     total = np.float32(0.0)
     for k in range(n):
         a = ((logits[k] - mx) * inv_t) * np.float32(1.442695040)

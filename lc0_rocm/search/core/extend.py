@@ -17,9 +17,9 @@ import numpy as np
 from ...encoding.bits import popcount
 from ...encoding.packed import NUM_PLANES
 from ...jit import jit
-from . import encode as enc
+from ...board import encode as enc
 from . import nncache
-from . import rules
+from ...board import rules
 from .backup import make_terminal, rescale_value
 from .batch import S_CACHE_HITS, S_IN_FLIGHT, TB_PENDING
 from .spinlock import fetch_add

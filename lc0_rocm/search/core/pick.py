@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ...jit import jit, jit_alloc
-from . import fastmath
+from ... import fastmath
 from .backup import cancel_path, draw_score_at, revert_two_fold
 from .batch import INT_MAX
 from .spinlock import cas, fetch_add
@@ -35,7 +35,7 @@ PUCT_TABLE_SIZE = 1 << 16
 # Scores
 
 
-fast_log_f64 = jit(fastmath.fast_log_f64)  # lc0's FastLog, the one core/fastmath.py defines, compiled
+fast_log_f64 = jit(fastmath.fast_log_f64)  # lc0's FastLog, the one fastmath.py defines, compiled
 
 
 @jit

@@ -14,7 +14,7 @@ every position of the game and of the search:
   terminal kind `term` and proven bounds `lower`/`upper` (-1 loss, 0 draw, +1 win, mover's view),
   and the position itself: twelve bitboards `bbs`, `castling` (rook squares), side to move
   `black`, lc0's en-passant flag `ep`, `rule50`, repetition count `reps` and a Zobrist `key`;
-* per edge: move code `e_code` (core/rules.py), prior `e_p` (lc0's 16-bit rounding, float32),
+* per edge: move code `e_code` (board/rules.py), prior `e_p` (lc0's 16-bit rounding, float32),
   child row `e_child` (-1: never visited). Edges are sorted by prior, highest first.
 
 search/tree.py's `NodeTree` holds these arrays for a game; here, the compiled code that writes
@@ -59,7 +59,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...jit import jit
-from . import rules
+from ...board import rules
 
 NON_TERMINAL, END_OF_GAME, TWO_FOLD, TABLEBASE = 0, 1, 2, 3
 LOSS, DRAW, WIN = -1, 0, 1

@@ -1,6 +1,8 @@
 """lc0's fast approximate math as the compiled search uses it (utils/fastmath.h): `fast_log_f64`
-(FastLog in double precision, for cpuct's growth; compiled by core/pick.py, called as is by the
-reports) and `wdl_rescale`, lc0's WDL rescaling in float32 (search/score.py: the rest of the scores).
+(FastLog in double precision, for cpuct's growth; compiled by search/core/pick.py, called as is by the
+reports) and `wdl_rescale`, lc0's WDL rescaling in float32 (score.py: the rest of the scores, which
+display values through it). Below the search, so that score.py can use it without the search; its
+compiled code is cached with the search's (lc0_rocm/jit.py).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import math
 
 import numpy as np
 
-from ...jit import jit
+from .jit import jit
 
 
 def fast_log_f64(a: float) -> float:

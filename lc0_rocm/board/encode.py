@@ -1,4 +1,4 @@
-"""The search's compiled input-plane encoder: one position's 112 planes from the tree's numpy arrays.
+"""The compiled input-plane encoder (the search's and analyse's): one position's 112 planes from numpy arrays.
 
 The search keeps every position (the game's positions before the root and every tree node) as rows
 of flat arrays chained by `parent`; `encode` walks that chain from a leaf and writes the leaf's 112
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...encoding.packed import NUM_PLANES
-from ...encoding.planes import AUX, FILL_CODES
-from ...encoding.transforms import FLIP, MASK64, MIRROR, TRANSPOSE
-from ...jit import jit
+from ..encoding.packed import NUM_PLANES
+from ..encoding.planes import AUX, FILL_CODES
+from ..encoding.transforms import FLIP, MASK64, MIRROR, TRANSPOSE
+from ..jit import jit
 from .rules import msb
 
 FILL_NO, FILL_FEN_ONLY, FILL_ALWAYS = FILL_CODES["no"], FILL_CODES["fen_only"], FILL_CODES["always"]

@@ -1,4 +1,7 @@
-"""How search results become numbers a GUI shows: lc0's fast math, policy softmax, UCI scores, WDL.
+"""How values become numbers a GUI shows: lc0's fast math, policy softmax, UCI scores, WDL.
+
+Below the search: the search's reports, the first-start policy move (searchers/first_start.py) and
+analyse's records (raw mode too, which imports nothing of the search) print their scores with it.
 
 Everything here follows lc0's classic search (`src/search/classic/search.cc: Search::SendUciInfo`;
 the policy softmax of `src/neural/wrapper.cc: NetworkAsBackend::SoftmaxPolicy`) in float32, because the printed
@@ -6,7 +9,7 @@ integers (centipawns, the `wdl` triplet) are truncations of float32 expressions 
 evaluation would sometimes land one unit off:
 
 - `fast_exp`, `fast_log`, `fast_logistic`: lc0's polynomial approximations (utils/fastmath.h); the
-  compiled search's own (FastLog, the WDL rescale) are in search/core/fastmath.py.
+  compiled search's own (FastLog, the WDL rescale) are in fastmath.py.
 - `softmax_policy(logits, temperature)`: the priors of the legal moves, FastExp with 1/T.
 - `compress_prior(p)`: the 16-bit form lc0 stores a prior in (11-bit mantissa, rounded); search
   compares priors only in that form, which decides ties such as the move played at `go nodes 1`.
@@ -23,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine_options import SCORE_TYPES
-from .core.fastmath import wdl_rescale
+from .engine_options import SCORE_TYPES
+from .fastmath import wdl_rescale
 
 F32 = np.float32
 

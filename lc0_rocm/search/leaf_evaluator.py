@@ -1,9 +1,11 @@
 """The search's side of the network: the backend, the NN cache, and batches in flight.
 
-`NNEvaluator` owns what outlives one search: the backend, the NN cache (`search.core.nncache`), the
-policy tables the worker reads (policy index of every move code by side to move and transform),
-and one worker thread that runs a synchronous backend's `evaluate` while the search gathers the
-next batch. `Pending` is one batch on its way through the network.
+`LeafEvaluator` evaluates the search's leaves (gathered and encoded by the compiled worker, looked up
+in the NN cache there, sent here in batches): the search's own, not the public API's `api.Evaluator`
+(positions given by a user). It owns what outlives one search: the backend, the NN cache
+(`search.core.nncache`), the policy tables the worker reads (policy index of every move code by side
+to move and transform), and one worker thread that runs a synchronous backend's `evaluate` while the
+search gathers the next batch. `Pending` is one batch on its way through the network.
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Optional
 
 from ..backends.base import Backend
+from ..board.move_codes import index_tables
 from ..engine_options import default as _d
 from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
-from .core.move_codes import index_tables
 from .core.nncache import NNCache
 
 
-class NNEvaluator:
-    """Owns the backend, the NN cache and one worker thread running `backend.evaluate`."""
+class LeafEvaluator:
+    """The search's leaf evaluation: owns the backend, the NN cache and one worker thread running
+    `backend.evaluate`."""
 
     def __init__(self, backend: Backend, input_format: int, cache_size: int = _d("NNCacheSize"),
                  policy_temperature: float = _d("PolicyTemperature")):

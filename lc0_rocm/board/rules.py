@@ -1,4 +1,4 @@
-"""The chess rules of the search's compiled hot path: legal moves, make-move, check, mating
+"""The compiled chess rules (the search's hot path, analyse's replay): legal moves, make-move, check, mating
 material and position keys on numpy bitboards, compiled with numba (`@jit` of lc0_rocm/jit.py).
 
 A position is what the search keeps per tree node in arrays: `bbs` (uint64[12]: wP wN wB wR wQ wK
@@ -26,7 +26,7 @@ from __future__ import annotations
 import chess
 import numpy as np
 
-from ...jit import jit, jit_alloc  # first: it installs the search's cache locator before numba compiles anything
+from ..jit import jit, jit_alloc  # first: it installs the search's cache locator before numba compiles anything
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros  # noqa: E402  (LLVM cttz/ctlz)
 from .move_codes import CASTLE, MOVES, NUM_CODES, PROMO_B, PROMO_N, PROMO_Q, PROMO_R
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 import chess
 import numpy as np
 
-from ...encoding.policy_map import _abs_tables
+from ..encoding.policy_map import _abs_tables
 
 # Move codes: from * 64 + to + 4096 * slot, slot 0 a plain move (castling king-takes-rook in Chess960),
 # 1..4 a promotion to Q R B N, 5 standard castling (e1g1 ...: policy index of king-takes-rook).
