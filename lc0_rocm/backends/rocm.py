@@ -121,7 +121,7 @@ class RocmBackend(Backend):
         attention = choice_option(opts, "attention", MHA_VARIANTS, "auto")
         self.network = None
         self._lock = threading.Lock()  # guards close() against a concurrent start of an evaluation
-        self._lane_runners: list = []  # runners built for search threads beyond the network's own
+        self._lane_runners: dict = {}  # search thread k -> the runner built for it (k past the network's own)
         self._lanes: dict = {}  # runner index -> its CompiledLane (backends/gpu_lanes.py)
         try:
             from ..gpu.nn.multi import MultiGpuNetwork
@@ -203,12 +203,13 @@ class RocmBackend(Backend):
 
     def compiled_lanes(self, count: int, rows: int):
         """Search thread k's own runner, described for its compiled batch cycle (lc0's multi-stream way:
-        a stream, a workspace and captured graphs per search thread): the network's runners first
-        (one per GPU), then runners built here on the GPUs in turn, each with its own copy of the
-        weights, its batch sizes up to `rows` prepared as `prepare` does; kept for the next searches (the
-        engine's warm-up builds them at `isready`: search/warmup.py `prepare_backend`). None where graphs are off (nothing to launch from compiled
-        code), a thread's batches would not fit a runner, or a runner of its own cannot be had (memory,
-        the runtime's entry points: logged, and the threads go the Python way)."""
+        a stream, a workspace and captured graphs per search thread): the network's runners first (one
+        per GPU), then runners built here on the GPUs in turn, each with its own copy of the weights and
+        a workspace for batches of `rows` (not the network's max_batch: memory), its batch sizes
+        prepared as `prepare` does; kept for the next searches (the engine's warm-up builds them at
+        `isready`: search/warmup.py `prepare_backend`). None where graphs are off (nothing to launch
+        from compiled code), a thread's batches would not fit the network's runners, or a runner of its
+        own cannot be had (memory, the runtime's entry points: logged, and the threads go the Python way)."""
         from ..gpu.nn.network import GpuNetwork
         from .compiled_eval import KIND_GPU, CompiledEval
         from .gpu_lanes import CompiledLane
@@ -217,13 +218,19 @@ class RocmBackend(Backend):
         base = list(net.runners) if hasattr(net, "runners") else [net]
         if not all(r.use_graphs for r in base) or rows > min(r.max_batch for r in base):
             return None
+        size = base[0].run_size(rows)
         try:
-            while len(base) + len(self._lane_runners) < count:
-                dev = self._devices[(len(base) + len(self._lane_runners)) % len(self._devices)]
-                runner = GpuNetwork(self.net, dev, self._dtype, self._max_batch, **self._kw)
-                self._lane_runners.append(runner)
-                runner.prepare(rows, self.mlh)  # its graphs now, not one by one inside the search
-            runners = (base + self._lane_runners)[:count]
+            runners = []
+            for k in range(count):
+                r = base[k] if k < len(base) else self._lane_runners.get(k)
+                if k >= len(base) and r is not None and r.max_batch < size:  # built for a smaller minibatch
+                    self._drop_lane(k)
+                    r = None
+                if r is None:
+                    r = GpuNetwork(self.net, self._devices[k % len(self._devices)], self._dtype, size, **self._kw)
+                    self._lane_runners[k] = r
+                    r.prepare(rows, self.mlh)  # its graphs now, not one by one inside the search
+                runners.append(r)
             entries = []
             for k, r in enumerate(runners):
                 lane = self._lanes.get(k)
@@ -235,6 +242,14 @@ class RocmBackend(Backend):
             log.warning("search threads without compiled GPU calls: %s", _one_line(e))
             return None
         return entries
+
+    def _drop_lane(self, k: int) -> None:
+        """Close search thread k's own runner (k past the network's runners) and its lane."""
+        lane, runner = self._lanes.pop(k, None), self._lane_runners.pop(k, None)
+        if lane is not None:
+            lane.close()
+        if runner is not None:
+            runner.close()
 
     def prepare(self, max_batch: int) -> None:
         """Plan, tune and capture every run size of batches up to `max_batch` (the engine does this at
@@ -252,8 +267,8 @@ class RocmBackend(Backend):
             raise _failure("GPU evaluation failed", e) from None
 
     def _close_lanes(self) -> None:
-        lanes, runners = list(self._lanes.values()), self._lane_runners
-        self._lanes, self._lane_runners = {}, []
+        lanes, runners = list(self._lanes.values()), list(self._lane_runners.values())
+        self._lanes, self._lane_runners = {}, {}
         for lane in lanes:
             lane.close()
         for r in runners:

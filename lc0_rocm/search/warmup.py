@@ -15,16 +15,18 @@ from .params import SearchParams, search_threads, suggested_minibatch
 from .tree import NodeTree
 
 
-def prepare_backend(evaluator: LeafEvaluator, minibatch: int = 0, threads: int = 0) -> None:
+def prepare_backend(evaluator: LeafEvaluator, minibatch: int = 0, threads: int = 0) -> int:
     """The backend prepares every batch size up to the minibatch (GPU graphs and GEMM plans), and with
     several search threads (`threads` as the engine's Threads option) each thread's own evaluation
-    (a GPU backend builds and prepares a runner per thread: backends/rocm.py `compiled_lanes`)."""
+    (a GPU backend builds and prepares a runner per thread: backends/rocm.py `compiled_lanes`).
+    Returns the search threads a search with these settings runs."""
     backend = evaluator.backend
     rows = max(1, min(minibatch or suggested_minibatch(backend), backend.max_batch))
     backend.prepare(rows)
     count = search_threads(SearchParams(threads=threads, minibatch_size=rows), backend)
     if count > 1:
         backend.compiled_lanes(count, rows)
+    return count
 
 
 def warm_up(evaluator: LeafEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0,
@@ -33,7 +35,7 @@ def warm_up(evaluator: LeafEvaluator, has_wdl: bool = True, has_mlh: bool = Fals
     point runs once with the types a real search uses (compiles the search, one to two minutes on a
     first start, or loads it from the disk cache). Uses its own tree and NN cache; the backend
     evaluates a few positions."""
-    prepare_backend(evaluator, minibatch, threads)
+    count = prepare_backend(evaluator, minibatch, threads)
 
     ev = LeafEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
     ev.fill = evaluator.fill
@@ -44,8 +46,11 @@ def warm_up(evaluator: LeafEvaluator, has_wdl: bool = True, has_mlh: bool = Fals
         for _ in range(2):  # the second one reuses the tree (its root is the first one's best move,
             # which was visited): the subtree copy compiles here, not during a game's first timed move
             position = GamePosition.parse(None, moves)
-            # the second search with two threads: the shared tree's entry points compile here too
-            params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0, threads=2 if moves else 0)
+            # the first with the engine's Threads, the second with its search threads (at least two
+            # where it runs several: the shared tree's entry points load here too; one where it runs
+            # one, so that a GPU backend builds no runner for threads the engine will not run)
+            params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0,
+                                  threads=(count if count > 1 else 1) if moves else threads)
             s = new_search(position, ev, params, SearchLimits(nodes=24), tree, has_wdl=has_wdl, has_mlh=has_mlh,
                            searchmoves=list(position.board.legal_moves)[:3], verbose_stats=True,
                            on_info=lambda lines: None, on_stats=lambda lines: None)

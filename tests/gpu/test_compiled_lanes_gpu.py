@@ -42,32 +42,27 @@ def _boards():
 @pytest.mark.parametrize("backend", ["rocm", "rocm-fp16"])
 @pytest.mark.parametrize("name", NETS)
 def test_a_lane_evaluates_as_its_runner(gpu, backend, name):
-    from lc0_rocm.backends.compiled_eval import KIND_GPU, NO_GRAPH, evaluate, every_index, new_outputs
+    from lc0_rocm.backends.compiled_eval import KIND_GPU, evaluate, every_index, new_outputs
     from lc0_rocm.backends.factory import create_backend
     from lc0_rocm.encoding.planes import encode_positions
 
     net = _net(name)
     be = create_backend(backend, net)
     try:
-        entries = be.compiled_lanes(2, 64)
+        entries = be.compiled_lanes(2, 8)  # the second thread's runner: built and prepared for batches of 8
         assert entries is not None and all(e.kind == KIND_GPU for e in entries)
         assert entries[0].host.runner is not entries[1].host.runner
         planes = encode_positions(_boards(), net.input_format)
         n = len(planes)
-        masks = np.zeros((64, 112), np.uint64)
-        values = np.zeros((64, 112), np.float32)
+        masks = np.zeros((8, 112), np.uint64)
+        values = np.zeros((8, 112), np.float32)
         masks[:n], values[:n] = planes.masks, planes.values
         whole = be.evaluate(planes)
         for k, e in enumerate(entries):
-            policy, q, d, m = new_outputs(e, 64)
-            want, nwant = every_index(64)
+            policy, q, d, m = new_outputs(e, 8)
+            want, nwant = every_index(8)
             st = evaluate(e.kind, e.ints, e.words, e.floats, masks, values, n, want, nwant, policy, q, d, m)
-            if k == 1:
-                assert st == NO_GRAPH  # a runner built for the thread: no size captured yet
-            if st == NO_GRAPH:
-                e.host.evaluate_eager(masks[:n], values[:n])
-                st = evaluate(e.kind, e.ints, e.words, e.floats, masks, values, n, want, nwant, policy, q, d, m)
-            assert st == 0
+            assert st == 0  # the main runner captured size 5 in be.evaluate, the thread's own in its prepare
             runner = e.host.runner
             own = runner.collect(runner.submit(planes, be.mlh))  # the same graphs, launched from Python
             assert np.array_equal(policy[:n], own.policy) and np.array_equal(q[:n], own.q)
@@ -79,6 +74,33 @@ def test_a_lane_evaluates_as_its_runner(gpu, backend, name):
             np.testing.assert_allclose(q[:n], whole.q, atol=tol)
     finally:
         be.close()
+
+
+def test_a_size_without_graphs_goes_the_eager_way_once(gpu):
+    from lc0_rocm.backends.compiled_eval import KIND_GPU, NO_GRAPH, evaluate, every_index
+    from lc0_rocm.backends.gpu_lanes import CompiledLane
+    from lc0_rocm.encoding.planes import encode_positions
+    from lc0_rocm.gpu.nn.network import GpuNetwork
+
+    net = _net("default")
+    runner = GpuNetwork(net, gpu, "f16", 8)
+    lane = CompiledLane(runner, True)
+    try:
+        planes = encode_positions(_boards(), net.input_format)
+        n = len(planes)
+        masks = np.zeros((8, 112), np.uint64)
+        values = np.zeros((8, 112), np.float32)
+        masks[:n], values[:n] = planes.masks, planes.values
+        q, d, m = (np.zeros(8, np.float32) for _ in range(3))
+        want, nwant = every_index(8)
+        args = (KIND_GPU, lane.words, lane.pin_in, lane.pin_out, masks, values, n, want, nwant, lane.policy, q, d, m)
+        assert evaluate(*args) == NO_GRAPH  # a fresh runner: nothing captured, nothing queued
+        eager = lane.evaluate_eager(masks[:n], values[:n])  # runs it and captures size 5's graphs
+        assert evaluate(*args) == 0
+        assert np.array_equal(lane.policy[:n], eager.policy) and np.array_equal(q[:n], eager.q)
+    finally:
+        lane.close()
+        runner.close()
 
 
 def _search(ev, fen, threads, nodes, minibatch=64):

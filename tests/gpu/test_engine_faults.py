@@ -167,7 +167,8 @@ def test_out_of_memory_during_a_search_then_a_smaller_batch_on_the_gpu(hog):
 def test_out_of_memory_at_load_halves_the_device_batch_until_the_net_fits(hog):
     from lc0_rocm.default_net import default_net_path
 
-    eng = _Engine(WeightsFile=str(default_net_path()), Backend="rocm-fp16")
+    # one search thread: the network's own memory alone (with several, each thread's runner adds its own)
+    eng = _Engine(WeightsFile=str(default_net_path()), Backend="rocm-fp16", Threads=1)
     try:
         # what the engine's backend takes at max_batch 1024 and at 32, measured
         base = hog.free_bytes()
