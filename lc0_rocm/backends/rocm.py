@@ -236,6 +236,8 @@ class RocmBackend(Backend):
                 lane = self._lanes.get(k)
                 if lane is None or lane.runner is not r:
                     lane = self._lanes[k] = CompiledLane(r, self.mlh)
+                else:
+                    lane.refresh()  # graphs the runner captured since (a batch through Python)
                 entries.append(CompiledEval(KIND_GPU, lane.words, lane.pin_in, lane.pin_out, None, lane.policy,
                                             lane.has_mlh, lane))
         except (Lc0RocmError, MemoryError) as e:

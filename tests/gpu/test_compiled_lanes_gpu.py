@@ -49,15 +49,15 @@ def test_a_lane_evaluates_as_its_runner(gpu, backend, name):
     net = _net(name)
     be = create_backend(backend, net)
     try:
+        planes = encode_positions(_boards(), net.input_format)
+        n = len(planes)
+        whole = be.evaluate(planes)  # the network's runner captures size 5 here
         entries = be.compiled_lanes(2, 8)  # the second thread's runner: built and prepared for batches of 8
         assert entries is not None and all(e.kind == KIND_GPU for e in entries)
         assert entries[0].host.runner is not entries[1].host.runner
-        planes = encode_positions(_boards(), net.input_format)
-        n = len(planes)
         masks = np.zeros((8, 112), np.uint64)
         values = np.zeros((8, 112), np.float32)
         masks[:n], values[:n] = planes.masks, planes.values
-        whole = be.evaluate(planes)
         for k, e in enumerate(entries):
             policy, q, d, m = new_outputs(e, 8)
             want, nwant = every_index(8)
