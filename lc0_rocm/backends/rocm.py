@@ -164,6 +164,11 @@ class RocmBackend(Backend):
         return sizes[-1] * (len(net.runners) if hasattr(net, "runners") else 1)
 
     @property
+    def device_count(self) -> int:
+        """GPUs behind this backend (the search's Threads 0 gives each at least two threads)."""
+        return len(self._devices)
+
+    @property
     def max_batch(self) -> int:
         """Positions per pass: max_batch per device, times the devices of a multi-GPU backend."""
         net = self.network

@@ -124,7 +124,9 @@ def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -
     """Search threads sharing the tree (lc0's Threads). Threads 1 is one thread with one batch in
     flight (lc0's tree, visit for visit); N > 1 is N threads, each with a batch of its own. Threads 0
     (automatic) is one thread with two batches in flight on a host of two cores or with a backend that
-    computes on the host (the cpu backend), else AUTO_LANES threads, leaving a core free."""
+    computes on the host (the cpu backend), else AUTO_LANES threads (at least two a GPU on a backend
+    with several: each thread owns a runner, so an even spread keeps every card fed), leaving a core
+    free."""
     if not params.pipeline:
         return 1
     if params.threads >= 1:
@@ -132,7 +134,8 @@ def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -
     cores = cores or os.cpu_count() or 1
     if cores <= 2 or not (backend.is_async or getattr(backend, "concurrent", False)):
         return 1
-    return min(AUTO_LANES, cores - 1)
+    gpus = int(getattr(backend, "device_count", 1))
+    return max(1, min(max(AUTO_LANES, 2 * gpus), cores - 1))
 
 
 def batches_in_flight(params: SearchParams) -> int:
