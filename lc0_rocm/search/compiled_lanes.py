@@ -43,10 +43,20 @@ NODES_WAIT_S = 0.001  # RC_NODES: the visits allowed are all taken; back after t
 
 def compiled_cycle(search) -> Optional["CompiledLanes"]:
     """The compiled cycle for `search`'s threads, or None where batches must pass through Python."""
+    entry = _entry(search)
+    return None if entry is None else CompiledLanes(search, entry)
+
+
+def has_compiled_cycle(search) -> bool:
+    """Whether `search`'s threads can run the compiled cycle (then even one thread is faster there than
+    through Python's batch loop: search/params.py's `search_threads`)."""
+    return _entry(search) is not None
+
+
+def _entry(search):
     if search._packed[P_TB_PIECES] > 0 or search.params.nps_limit > 0:
         return None
-    entry = search.ev.backend.compiled_eval()
-    return None if entry is None else CompiledLanes(search, entry)
+    return search.ev.backend.compiled_eval()
 
 
 class CompiledLanes:
