@@ -48,7 +48,9 @@ def new_outputs(entry: CompiledEval, rows: int) -> tuple[np.ndarray, np.ndarray,
 def evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q, d):
     """The first `n` positions of masks/values [*, 112] into policy, q, d with the kernel of `kind`.
     Position j's policy is needed at the indices want[j, :nwant[j]] only (its legal moves: lc0's
-    backends compute a logit when the search asks for it), at every index where nwant[j] < 0."""
+    backends compute a logit when the search asks for it), compact: the logit of want[j, k] into
+    policy[j, k] (a kernel whose policy is CompiledEval.policy_row writes none); at every index, into
+    policy[j, index], where nwant[j] < 0."""
     if kind == KIND_RANDOM:
         if ints[1] != 0:  # uniform: the policy row is fixed (CompiledEval.policy_row)
             for j in range(n):
@@ -114,7 +116,8 @@ def every_index(n: int) -> tuple[np.ndarray, np.ndarray]:
 @jit
 def random_fill(masks, values, n, seed, hm, want, nwant, policy, q, d):
     """lc0's random outputs of the first `n` positions into policy [*, 1858], q, d (float32); `hm`:
-    `policy_hashes()`; the policy at want[j, :nwant[j]] only, or everywhere (nwant[j] < 0)."""
+    `policy_hashes()`; the policy at want[j, :nwant[j]] only, into policy[j, :nwant[j]] (compact), or
+    everywhere (nwant[j] < 0)."""
     a = np.float32(3.0) / np.float32(10000.0)
     bits = values.view(np.uint32)  # lc0 hashes the planes' values as their IEEE bits
     for j in range(n):
@@ -135,7 +138,7 @@ def random_fill(masks, values, n, seed, hm, want, nwant, policy, q, d):
         else:
             for k in range(nwant[j]):
                 i = want[j, k]
-                policy[j, i] = np.float32(np.int32(_mod10000(g ^ (hm[i] + c)))) * a
+                policy[j, k] = np.float32(np.int32(_mod10000(g ^ (hm[i] + c)))) * a
 
 
 # ---- lc0's trivial backend

@@ -23,7 +23,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..backends.compiled_eval import CompiledEval, new_outputs
+from ..backends.compiled_eval import CompiledEval
 from .core import batch as bt
 from .core import cycle as cy
 from .core import worker as wk
@@ -66,7 +66,11 @@ class CompiledLanes:
     def __init__(self, search, entry: CompiledEval):
         self.search = search
         self.entry = entry
-        self.outputs = [new_outputs(entry, search.minibatch) for _ in search._lanes]
+        rows = search.minibatch
+        # compact policies (row j: its legal moves' logits; cycle.run_lane), and a fixed policy row if any
+        self.outputs = [(np.zeros((rows, bt.MAX_MOVES), np.float32), np.zeros(rows, np.float32),
+                         np.zeros(rows, np.float32)) for _ in search._lanes]
+        self.fixed = np.zeros(0, np.float32) if entry.policy_row is None else entry.policy_row
         self.wanted = [(np.zeros((search.minibatch, bt.MAX_MOVES), np.int32), np.zeros(search.minibatch, np.int32))
                        for _ in search._lanes]
         self.ctl = np.zeros(cy.CTL_SIZE, np.float64)
@@ -132,7 +136,7 @@ class CompiledLanes:
                                      allowed, use_allowed, self.ctl, s.minibatch, s._max_ooo, s._stop_flag,
                                      lane.work, lane.apply_work,
                                      s._edge_n, s._report, s._lock_word, s._cache_lock, s.ev.index_tables, e.kind,
-                                     e.ints, e.words, e.floats, want, nwant, policy, q, d, self.room)
+                                     e.ints, e.words, e.floats, self.fixed, want, nwant, policy, q, d, self.room)
                 self.returns[rc] += 1
                 if rc == cy.RC_STOP:
                     return

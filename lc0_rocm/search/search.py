@@ -573,7 +573,7 @@ class Search:
         else:
             with self._gate.inside(self._lanes_have_room, self._make_room_for_lanes):
                 sw.apply_shared(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
-                                *args, lane.apply_work, allowed, use_allowed, self._edge_n, self._report,
+                                *args, False, lane.apply_work, allowed, use_allowed, self._edge_n, self._report,
                                 self._lock_word, self._cache_lock)
         slot.count = 0
         slot.pending = None
