@@ -117,20 +117,51 @@ def test_the_compiled_dispatch_is_the_backends_evaluation(backend, options):
                     m) == 0
     assert np.array_equal(policy[:3], want_out.policy) and np.array_equal(q[:3], want_out.q)
     assert np.array_equal(d[:3], want_out.d)
-    # the search threads ask for a few indices a position (its legal moves'): those exactly, the rest untouched
-    policy, q, d, m = new_outputs(entry, 8)
+    # the search threads ask for a position's legal moves' logits (cycle.policy_wanted's indices), compact:
+    # the logit of want[j, k] into policy[j, k]; a kernel of one fixed policy row writes none (the cycle
+    # copies them from CompiledEval.policy_row)
+    policy = np.full((8, 64), -7.0, np.float32)
     untouched = policy.copy()
     rng = np.random.default_rng(1)
-    want = rng.integers(0, policy.shape[1], size=(8, 40)).astype(np.int32)
+    want = rng.integers(0, want_out.policy.shape[1], size=(8, 40)).astype(np.int32)
     nwant = np.array([40, 0, 17, 0, 0, 0, 0, 0], np.int32)
     assert evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d,
                     m) == 0
-    asked = np.zeros(policy.shape, bool)
     for j in range(3):
-        asked[j, want[j, :nwant[j]]] = True
-    assert np.array_equal(policy[:3][asked[:3]], want_out.policy[asked[:3]])
-    assert np.array_equal(policy[~asked], untouched[~asked])
+        asked = want_out.policy[j, want[j, :nwant[j]]]
+        if entry.policy_row is None:
+            assert np.array_equal(policy[j, :nwant[j]], asked)
+        else:
+            assert np.array_equal(entry.policy_row[want[j, :nwant[j]]], asked)
+            assert np.array_equal(policy[j, :nwant[j]], untouched[j, :nwant[j]])
+        assert np.array_equal(policy[j, nwant[j]:], untouched[j, nwant[j]:])
+    assert np.array_equal(policy[3:], untouched[3:])
     assert np.array_equal(q[:3], want_out.q) and np.array_equal(d[:3], want_out.d)
+
+
+@pytest.mark.parametrize("backend", ["random", "trivial"])
+def test_one_thread_through_the_compiled_cycle_is_the_threads_1_tree(backend, monkeypatch):
+    """Threads 0 on two cores: one search thread, through the compiled cycle (its compact policies, its
+    shared-tree gathering), builds the tree of Threads 1 (lc0's, tests/test_search.py) row for row."""
+    monkeypatch.setattr("lc0_rocm.search.params.os.cpu_count", lambda: 2)
+    ev = _evaluator(backend)
+    for fen in (None, KIWIPETE):
+        one = _search(ev, fen, nodes=3000, threads=1, pipeline=False, minibatch_size=64)
+        one.run()
+        ev.cache.clear()
+        auto = _search(ev, fen, nodes=3000, threads=0, minibatch_size=64)
+        auto.run()
+        ev.cache.clear()
+        assert one.error is None and auto.error is None
+        assert one.compiled_lanes is None and auto.compiled_lanes is not None
+        a, b = one.tree.arrays, auto.tree.arrays
+        top, etop = int(a.meta[0]), int(a.meta[1])
+        assert (top, etop) == (int(b.meta[0]), int(b.meta[1]))
+        for name in ("n", "wl", "d", "first_edge", "num_edges", "term"):
+            assert np.array_equal(getattr(a, name)[:top], getattr(b, name)[:top]), name
+        for name in ("e_code", "e_p", "e_child"):
+            assert np.array_equal(getattr(a, name)[:etop], getattr(b, name)[:etop]), name
+        assert one.bestmove == auto.bestmove
 
 
 def test_the_compiled_collision_budget_is_the_searchs():

@@ -70,3 +70,17 @@ def test_a_failed_call_is_the_runtimes_typed_error():
     bad = call_error(400, cb.C_RECORD)  # hipErrorInvalidHandle
     assert type(bad) is GpuError and "hipEventRecord" in str(bad) and "400" in str(bad)
     assert type(call_error(123456, 99)) is GpuError  # a status hip-python has no name for
+
+
+def test_the_policy_is_gathered_in_the_cycles_compact_form():
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal(4 * 1858).astype(np.float32)  # a batch of 4 run at size 4, as the GPU leaves it
+    want = rng.integers(0, 1858, size=(4, 30)).astype(np.int32)
+    nwant = np.array([30, 0, 7, -1], np.int32)
+    policy = np.full((4, 1858), 9.0, np.float32)
+    cb.gather_policy(rows, 4, want, nwant, policy)
+    full = rows.reshape(4, 1858)
+    assert np.array_equal(policy[0, :30], full[0, want[0]]) and (policy[0, 30:] == 9).all()
+    assert (policy[1] == 9).all()
+    assert np.array_equal(policy[2, :7], full[2, want[2, :7]]) and (policy[2, 7:] == 9).all()
+    assert np.array_equal(policy[3], full[3])  # every index where nwant < 0

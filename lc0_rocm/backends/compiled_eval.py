@@ -8,8 +8,7 @@ and `evaluate` picks the kernel with an `if`. The search's threads then run thei
 own `evaluate` (randomnet.py, trivial.py) run the same kernels, so both paths give the same numbers.
 KIND_GPU is one search thread's own network runner (backends/gpu_round_trip.py `round_trip`: copy in,
 captured graphs, copy out, wait, through the HIP runtime's C entry points); its `ints` are the lane words,
-`words`/`floats` the pinned input and output, and the policy rows stay in the pinned output
-(`CompiledEval.policy`, which the caller passes as `policy`).
+`words`/`floats` the pinned input and output.
 This module imports nothing of the backends' Python side: the compiled search's cache key hashes it and
 what it imports (lc0_rocm/jit.py), and should not change with them.
 
@@ -28,7 +27,7 @@ from ..encoding.bits import popcount
 from ..encoding.outputs import POLICY_SIZE
 from ..jit import jit, jit_alloc
 from . import trivial_tables as tt
-from .gpu_round_trip import NO_GRAPH, round_trip
+from .gpu_round_trip import NO_GRAPH, gather_policy, round_trip
 
 KIND_RANDOM, KIND_TRIVIAL, KIND_GPU = 1, 2, 3
 __all__ = ["NO_GRAPH", "CompiledEval", "evaluate", "new_outputs", "every_index", "KIND_RANDOM", "KIND_TRIVIAL",
@@ -37,11 +36,10 @@ __all__ = ["NO_GRAPH", "CompiledEval", "evaluate", "new_outputs", "every_index",
 # floats: KIND_TRIVIAL its tables, flat (TRIVIAL_*: offsets of the pieces', kings' and endgame kings' tables)
 TRIVIAL_PIECES, TRIVIAL_KINGS, TRIVIAL_KINGS_ENDGAME, TRIVIAL_SIZE = 0, 5 * 64, 6 * 64, 7 * 64
 
-CompiledEval = namedtuple("CompiledEval", ["kind", "ints", "words", "floats", "policy_row", "policy", "has_mlh",
-                                           "host"], defaults=(None, False, None))
+CompiledEval = namedtuple("CompiledEval", ["kind", "ints", "words", "floats", "policy_row", "has_mlh", "host"],
+                          defaults=(False, None))
 # policy_row: the logits every position gets (written once into a caller's policy buffer, which the
 # kernel then leaves alone), or None: the kernel writes each position's policy;
-# policy: the [rows, 1858] buffer the kernel's policy lands in (None: the caller's, `new_outputs`);
 # has_mlh: the kernel writes moves left (m); host: the Python side of a KIND_GPU lane
 # (backends/gpu_lanes.py CompiledLane: enter, evaluate_eager, error), else None
 
@@ -49,12 +47,9 @@ CompiledEval = namedtuple("CompiledEval", ["kind", "ints", "words", "floats", "p
 def new_outputs(entry: CompiledEval, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Output buffers (policy [rows, 1858], q, d, m; float32) for `evaluate` with `entry`."""
     rows = max(1, int(rows))
-    if entry.policy is not None:
-        policy = entry.policy
-    else:
-        policy = np.zeros((rows, POLICY_SIZE), np.float32)
-        if entry.policy_row is not None:
-            policy[:] = entry.policy_row
+    policy = np.zeros((rows, POLICY_SIZE), np.float32)
+    if entry.policy_row is not None:
+        policy[:] = entry.policy_row
     return policy, np.zeros(rows, np.float32), np.zeros(rows, np.float32), np.zeros(rows, np.float32)
 
 
@@ -63,9 +58,14 @@ def evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q
     """The first `n` positions of masks/values [*, 112] into policy, q, d (and m, KIND_GPU) with the kernel
     of `kind`; returns 0, or KIND_GPU's failure (gpu_round_trip.round_trip: a hipError_t, NO_GRAPH).
     Position j's policy is needed at the indices want[j, :nwant[j]] only (its legal moves: lc0's
-    backends compute a logit when the search asks for it), at every index where nwant[j] < 0."""
+    backends compute a logit when the search asks for it), compact: the logit of want[j, k] into
+    policy[j, k] (a kernel whose policy is CompiledEval.policy_row writes none); at every index, into
+    policy[j, index], where nwant[j] < 0."""
     if kind == KIND_GPU:
-        return round_trip(ints, words, floats, masks, values, n, q, d, m)
+        status = round_trip(ints, words, floats, masks, values, n, q, d, m)
+        if status == 0:
+            gather_policy(floats, n, want, nwant, policy)
+        return status
     if kind == KIND_RANDOM:
         if ints[1] != 0:  # uniform: the policy row is fixed (CompiledEval.policy_row)
             for j in range(n):
@@ -132,7 +132,8 @@ def every_index(n: int) -> tuple[np.ndarray, np.ndarray]:
 @jit
 def random_fill(masks, values, n, seed, hm, want, nwant, policy, q, d):
     """lc0's random outputs of the first `n` positions into policy [*, 1858], q, d (float32); `hm`:
-    `policy_hashes()`; the policy at want[j, :nwant[j]] only, or everywhere (nwant[j] < 0)."""
+    `policy_hashes()`; the policy at want[j, :nwant[j]] only, into policy[j, :nwant[j]] (compact), or
+    everywhere (nwant[j] < 0)."""
     a = np.float32(3.0) / np.float32(10000.0)
     bits = values.view(np.uint32)  # lc0 hashes the planes' values as their IEEE bits
     for j in range(n):
@@ -153,7 +154,7 @@ def random_fill(masks, values, n, seed, hm, want, nwant, policy, q, d):
         else:
             for k in range(nwant[j]):
                 i = want[j, k]
-                policy[j, i] = np.float32(np.int32(_mod10000(g ^ (hm[i] + c)))) * a
+                policy[j, k] = np.float32(np.int32(_mod10000(g ^ (hm[i] + c)))) * a
 
 
 # ---- lc0's trivial backend

@@ -2,8 +2,7 @@
 
 `CompiledLane(runner, with_mlh)` holds what the thread's compiled batch cycle needs from Python: the
 lane words (entry points, the runner's compute stream, an event, pinned buffers, workspace pointers,
-the run sizes and the captured graphs), the pinned input and output as arrays, and the policy rows as a
-[max_batch, 1858] view of the pinned output (the search expands straight from it: no copy). The thread
+the run sizes and the captured graphs) and the pinned input and output as arrays. The thread
 must be the runner's only user while it searches (lc0's multi-stream way; the backend gives each
 search thread a runner of its own: backends/rocm.py `compiled_lanes`).
 
@@ -41,7 +40,6 @@ class CompiledLane:
         self.event = Event(timing=False)
         self.pin_in = self.pin_in_buf.array(np.uint64, mb * cb.IN_WORDS)
         self.pin_out = self.pin_out_buf.array(np.float32, mb * (POLICY_SIZE + cb.HEADS))
-        self.policy = self.pin_out[: mb * POLICY_SIZE].reshape(mb, POLICY_SIZE)
         self.has_mlh = self.with_mlh and runner.net.moves_left is not None
         ws = runner.ctx.ws
         lane = np.zeros(cb.lane_size(mb), np.int64)

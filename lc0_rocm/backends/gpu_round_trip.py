@@ -17,6 +17,9 @@ captures them: search/compiled_lanes.py). The thread waits for its own batch in 
 with the GIL released; the staging buffers and three streams of `GpuNetwork.submit` are not needed,
 because nothing else uses the runner while the thread waits.
 
+`gather_policy` then takes each position's legal moves' logits from the pinned rows in the cycle's
+compact form (search/core/cycle.py).
+
 Pinned layouts (as GpuNetwork's slots): input = masks uint64 [rs, 112] then values float32 [rs, 112];
 output = policy float32 [rs, 1858] then heads float32 [rs, 5] (W, D, L, Q, M), rs = the run size.
 """
@@ -115,3 +118,17 @@ def round_trip(lane, pin_in, pin_out, masks, values, n, q, d, m):
         d[j] = pin_out[h + 1] if wdl else np.float32(0.0)
         m[j] = pin_out[h + 4]
     return 0
+
+
+@jit
+def gather_policy(pin_out, n, want, nwant, policy):
+    """Row j's logits at the indices want[j, :nwant[j]] (its legal moves') from the pinned [rs, 1858]
+    rows into policy[j, :nwant[j]], the search cycle's compact form; the whole row where nwant[j] < 0."""
+    for j in range(n):
+        at = j * POLICY_SIZE
+        if nwant[j] < 0:
+            for i in range(POLICY_SIZE):
+                policy[j, i] = pin_out[at + i]
+        else:
+            for k in range(nwant[j]):
+                policy[j, k] = pin_out[at + want[j, k]]

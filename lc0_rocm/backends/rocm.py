@@ -243,8 +243,7 @@ class RocmBackend(Backend):
                     lane = self._lanes[k] = CompiledLane(r, self.mlh)
                 else:
                     lane.refresh()  # graphs the runner captured since (a batch through Python)
-                entries.append(CompiledEval(KIND_GPU, lane.words, lane.pin_in, lane.pin_out, None, lane.policy,
-                                            lane.has_mlh, lane))
+                entries.append(CompiledEval(KIND_GPU, lane.words, lane.pin_in, lane.pin_out, None, lane.has_mlh, lane))
         except (Lc0RocmError, MemoryError) as e:
             log.warning("search threads without compiled GPU calls: %s", _one_line(e))
             return None

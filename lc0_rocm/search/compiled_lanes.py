@@ -26,7 +26,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..backends.compiled_eval import NO_GRAPH, CompiledEval, new_outputs
+from ..backends.compiled_eval import NO_GRAPH, CompiledEval
 from .core import batch as bt
 from .core import cycle as cy
 from .core import worker as wk
@@ -46,10 +46,22 @@ NODES_WAIT_S = 0.001  # RC_NODES: the visits allowed are all taken; back after t
 
 def compiled_cycle(search) -> Optional["CompiledLanes"]:
     """The compiled cycle for `search`'s threads, or None where batches must pass through Python."""
-    if search._packed[P_TB_PIECES] > 0 or search.params.nps_limit > 0:
+    if not _cycle_allowed(search):
         return None
     entries = search.ev.backend.compiled_lanes(len(search._lanes), search.minibatch)
     return None if entries is None else CompiledLanes(search, entries)
+
+
+def has_compiled_cycle(search) -> bool:
+    """Whether `search`'s one thread (Threads 0 on two cores) runs the compiled cycle: with a kernel on
+    the host (random, trivial) one thread is faster there than through Python's batch loop
+    (search/params.py's `search_threads`); a GPU's one thread keeps two batches in flight through
+    Python instead (the card computes one while the thread gathers the next)."""
+    return _cycle_allowed(search) and search.ev.backend.compiled_eval() is not None
+
+
+def _cycle_allowed(search) -> bool:
+    return search._packed[P_TB_PIECES] == 0 and search.params.nps_limit <= 0
 
 
 class CompiledLanes:
@@ -59,7 +71,12 @@ class CompiledLanes:
     def __init__(self, search, entries: list[CompiledEval]):
         self.search = search
         self.entries = entries
-        self.outputs = [new_outputs(e, search.minibatch) for e in entries]
+        rows = search.minibatch
+        # compact policies (row j: its legal moves' logits; cycle.run_lane), q, d, moves left
+        self.outputs = [(np.zeros((rows, bt.MAX_MOVES), np.float32), np.zeros(rows, np.float32),
+                         np.zeros(rows, np.float32), np.zeros(rows, np.float32)) for _ in entries]
+        # each thread's fixed policy row if its kernel has one (CompiledEval.policy_row), else empty
+        self.fixed = [np.zeros(0, np.float32) if e.policy_row is None else e.policy_row for e in entries]
         self.held = [np.zeros(cy.HELD_SIZE, np.int64) for _ in entries]
         self.wanted = [(np.zeros((search.minibatch, bt.MAX_MOVES), np.int32), np.zeros(search.minibatch, np.int32))
                        for _ in search._lanes]
@@ -129,8 +146,8 @@ class CompiledLanes:
                                      allowed, use_allowed, self.ctl, s.minibatch, s._max_ooo, s._stop_flag,
                                      lane.work, lane.apply_work,
                                      s._edge_n, s._report, s._lock_word, s._cache_lock, s.ev.index_tables, e.kind,
-                                     e.ints, e.words, e.floats, want, nwant, policy, q, d, m, e.has_mlh, self.room,
-                                     held)
+                                     e.ints, e.words, e.floats, self.fixed[k], want, nwant, policy, q, d, m,
+                                     e.has_mlh, self.room, held)
                 self.returns[rc] += 1
                 if rc == cy.RC_STOP:
                     return

@@ -38,7 +38,7 @@ from ..board import rules
 from ..encoding.history import PositionState
 from ..encoding.outputs import POLICY_SIZE, NetOutputs
 from . import report as rp
-from .compiled_lanes import compiled_cycle
+from .compiled_lanes import compiled_cycle, has_compiled_cycle
 from .core import backup as bk
 from .core import batch as bt
 from .core import pick as pk
@@ -232,7 +232,9 @@ class Search:
         cap = self.minibatch
         self._max_ooo = max(1, int(self.params.max_out_of_order_factor * self.minibatch))
         lanes = search_threads(self.params, self.ev.backend)
-        if lanes > 1:
+        # Threads 0 where it keeps one thread (two cores): with a compiled evaluation that thread runs the
+        # compiled cycle too, not this loop's Python per batch (1.3-1.5x on the 2-core VM: docs/perf.md)
+        if lanes > 1 or (self.params.threads == 0 and self.params.pipeline and has_compiled_cycle(self)):
             self._run_lanes(lanes)
             return
         self._slots = [Slot(cap) for _ in range(self._max_in_flight + 1)]
@@ -571,7 +573,7 @@ class Search:
         else:
             with self._gate.inside(self._lanes_have_room, self._make_room_for_lanes):
                 sw.apply_shared(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
-                                *args, lane.apply_work, allowed, use_allowed, self._edge_n, self._report,
+                                *args, False, lane.apply_work, allowed, use_allowed, self._edge_n, self._report,
                                 self._lock_word, self._cache_lock)
         slot.count = 0
         slot.pending = None

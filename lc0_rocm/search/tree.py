@@ -3,7 +3,8 @@ the game they belong to) and `NodeView`, one node read for reporting and tests.
 
 `NodeTree.set_position` writes the game's history and, when the new game extends the old one,
 keeps the subtree of the moves played (tree reuse) by copying it into fresh arrays (compiled
-`copy_subtree`); `NodeView` reads one node (no object per node is kept).
+`copy_subtree`); a new tree is made in the old arrays when they are large enough (`forget_game`
+keeps them for the next game); `NodeView` reads one node (no object per node is kept).
 """
 
 from __future__ import annotations
@@ -34,6 +35,19 @@ def _history_states(last) -> list:
 START_ROWS = 1 << 18
 START_EDGES = 1 << 23
 EDGES_PER_ROW = 220  # edges reserved for each row a gathering may add (chess has at most 218 legal moves)
+
+
+def _recycled(t: TreeArrays, rows: int) -> TreeArrays:
+    """`t` made to read as new arrays for a tree whose first `rows` rows (the game's history) are
+    written next: those rows and the counters zeroed. The rest is never read before it is written (a
+    row is written by `init_node` when it is made, an edge when its node is expanded), so nothing else
+    needs clearing."""
+    for name, a in zip(TreeArrays._fields, t):
+        if name == "meta":
+            a[:] = 0
+        else:
+            a[:rows] = 0
+    return t
 
 
 class NodeTree:
@@ -89,7 +103,11 @@ class NodeTree:
         rows, edges = 1, 0
         if self.reused:
             rows, edges = self._subtree_size(node)
-        t = new_arrays(max(START_ROWS, 2 * (h + rows)), max(START_EDGES, 2 * edges))
+        need_rows, need_edges = max(START_ROWS, 2 * (h + rows)), max(START_EDGES, 2 * edges)
+        if not self.reused and len(old.n) >= need_rows and len(old.e_code) >= need_edges:
+            t = _recycled(old, h)
+        else:
+            t = new_arrays(need_rows, need_edges)
         for i, s in enumerate(states):
             write_position(t, i, i - 1, np.array(s.bbs, dtype=np.uint64), np.uint64(s.castling),
                            int(s.black_to_move), s.ep_file, s.rule50, s.repetitions)
@@ -115,6 +133,14 @@ class NodeTree:
         self.moves = list(moves)
         self.chess960 = chess960
         return self.root
+
+    def forget_game(self) -> None:
+        """A new game (`ucinewgame`): nothing of this one is reused, but the arrays are kept: the next
+        position's tree is made in them. Fresh arrays cost every `go` 5-90 ms on the 2-core VM (the
+        allocator zeroing reused memory, or the first touch of fresh pages during the search), where
+        lc0's node allocator reuses its memory (docs/perf.md)."""
+        self.start_fen = None
+        self.moves = []
 
     def _subtree_size(self, row: int) -> tuple[int, int]:
         t = self.arrays

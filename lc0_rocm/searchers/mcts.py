@@ -57,7 +57,8 @@ class MctsSearcher:
         self.tree = None
 
     def new_game(self) -> None:
-        self.tree = None
+        if self.tree is not None:
+            self.tree.forget_game()  # its arrays hold the next game's tree (search/tree.py)
         self.position = self._game = None
         if self._time_manager is not None:
             self._time_manager.new_game()

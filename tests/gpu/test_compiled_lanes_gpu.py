@@ -92,12 +92,13 @@ def test_a_size_without_graphs_goes_the_eager_way_once(gpu):
         values = np.zeros((8, 112), np.float32)
         masks[:n], values[:n] = planes.masks, planes.values
         q, d, m = (np.zeros(8, np.float32) for _ in range(3))
+        policy = np.zeros((8, 1858), np.float32)
         want, nwant = every_index(8)
-        args = (KIND_GPU, lane.words, lane.pin_in, lane.pin_out, masks, values, n, want, nwant, lane.policy, q, d, m)
+        args = (KIND_GPU, lane.words, lane.pin_in, lane.pin_out, masks, values, n, want, nwant, policy, q, d, m)
         assert evaluate(*args) == NO_GRAPH  # a fresh runner: nothing captured, nothing queued
         eager = lane.evaluate_eager(masks[:n], values[:n])  # runs it and captures size 5's graphs
         assert evaluate(*args) == 0
-        assert np.array_equal(lane.policy[:n], eager.policy) and np.array_equal(q[:n], eager.q)
+        assert np.array_equal(policy[:n], eager.policy) and np.array_equal(q[:n], eager.q)
     finally:
         lane.close()
         runner.close()

@@ -270,21 +270,22 @@ def rescale_value(t, p, node, q, d):
 def apply(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk):
     """Expand the batch's leaves from the network outputs, store them in the cache, back them up
     (`expand_rows`, then `back_up_rows`; `clk`: the cache's lock word, search/core/spinlock.py)."""
-    expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk)
+    expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, False, w2, clk)
     back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh)
 
 
 @jit
-def expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk):
+def expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, compact, w2, clk):
     """Each network leaf's priors, its edges (a range taken atomically) and its cache entry (under the
     cache's lock `clk`): writes only the leaf's own node, which no other search thread reads before
-    its backup (a node without visits is a collision to them)."""
+    its backup (a node without visits is a collision to them). `policy`: a network's rows [*, 1858],
+    or with `compact` each row's logits of its legal moves in generator order (`priors`)."""
     for j in range(count):
         if b.tb[j] >= TB_RESULT - 1:  # a tablebase result: a terminal, the network's output unused
             continue
         node = b.node[j]
         n = b.ncodes[j]
-        priors(p, b, j, n, policy, idx_tab, w2)
+        priors(p, b, j, n, policy, idx_tab, compact, w2)
         add_edges(t, b, j, node, n, w2)
         t.v[node] = -np.float64(q[j])
         mj = np.float32(mlh[j]) if has_mlh else np.float32(0.0)
@@ -322,9 +323,11 @@ def back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh):
 
 
 @jit
-def priors(p, b, j, n, policy, idx_tab, w2):
+def priors(p, b, j, n, policy, idx_tab, compact, w2):
     """Row j's priors in w2.pri (float32, as lc0 stores them), their 16-bit forms in w2.packed, and in
-    w2.order the move indices by prior, highest first, ties in generator order."""
+    w2.order the move indices by prior, highest first, ties in generator order. The logit of move k is
+    policy[j, k] with `compact` (search/core/cycle.py's buffers: read in order, where the lookup of a
+    [*, 1858] row missed the CPU's caches, ~1 µs a position on the 2-core VM), else at its policy index."""
     inv_t = np.float32(1.0) / np.float32(p[P_TEMPERATURE])
     logits = w2.logits
     ex = w2.ex
@@ -336,7 +339,7 @@ def priors(p, b, j, n, policy, idx_tab, w2):
     row = b.black[j] * 8 + b.transform[j]
     mx = np.float32(-np.inf)
     for k in range(n):
-        v = policy[j, idx_tab[row, b.codes[j, k]]]
+        v = policy[j, k] if compact else policy[j, idx_tab[row, b.codes[j, k]]]
         logits[k] = v
         if v > mx:
             mx = v

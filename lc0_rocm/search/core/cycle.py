@@ -73,25 +73,30 @@ def has_room(t, c, room):
 
 
 @jit
-def policy_wanted(b, count, idx_tab, want, nwant):
-    """The policy indices row j's expansion reads (`backup.priors`: its legal moves') into
-    want[j, :nwant[j]]."""
+def policy_wanted(b, count, idx_tab, fixed, want, nwant, policy):
+    """The policy indices of row j's legal moves (what `backup.priors` reads) into want[j, :nwant[j]];
+    with a backend whose policy is one fixed row (`fixed`, CompiledEval.policy_row; empty if none)
+    their logits into policy[j, :nwant[j]] too (`evaluate` writes the others' there)."""
     for j in range(count):
         row = b.black[j] * 8 + b.transform[j]
         m = b.ncodes[j]
         nwant[j] = m
         for k in range(m):
             want[j, k] = idx_tab[row, b.codes[j, k]]
+        if len(fixed) > 0:
+            for k in range(m):
+                policy[j, k] = fixed[want[j, k]]
 
 
 @jit
 def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, stop, w, w2, edge_n,
-             rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, want, nwant, policy, q, d, m, has_mlh,
-             room, held):
+             rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy, q, d, m,
+             has_mlh, room, held):
     """Batches of one search thread on the shared tree until it must return (see the module docstring);
-    returns the RC_* code. `policy`, `q`, `d`, `m`: the thread's output buffers for `evaluate` (kind,
-    ev_*: the backend's CompiledEval; m read when `has_mlh`), `want`/`nwant` [rows, MAX_MOVES]/[rows]
-    its scratch for the policy indices the expansion reads; `held` [HELD_SIZE] int64: RC_EVAL's batch."""
+    returns the RC_* code. `policy` [rows, MAX_MOVES], `q`, `d`, `m`: the thread's output buffers for
+    `evaluate` (kind, ev_*, fixed: the backend's CompiledEval; m read when `has_mlh`), the policy
+    compact: row j's logits of its legal moves in generator order; `want`/`nwant` [rows, MAX_MOVES]/
+    [rows] its scratch for their policy indices; `held` [HELD_SIZE] int64: RC_EVAL's batch."""
     root = t.meta[M_ROOT]
     exact = p[P_EXACT_LIMIT] != 0.0
     idle = 0
@@ -115,7 +120,7 @@ def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, s
         count = gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, n_cap, max_ooo,
                               collisions_left, node_limit, stop, w, edge_n, rep, lk, clk)
         if count > 0:
-            policy_wanted(b, count, idx_tab, want, nwant)
+            policy_wanted(b, count, idx_tab, fixed, want, nwant, policy)
             status = evaluate(kind, ev_ints, ev_words, ev_floats, b.masks, b.values, count, want, nwant, policy,
                               q, d, m)
             if status != 0:
@@ -123,7 +128,7 @@ def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, s
                 held[H_STATUS] = status
                 return RC_EVAL
         if count > 0 or b.dcount[0] > 0:
-            apply_shared(t, s, p, c, b, count, policy, q, d, m, has_mlh, idx_tab, w2, allowed, use_allowed,
+            apply_shared(t, s, p, c, b, count, policy, q, d, m, has_mlh, idx_tab, True, w2, allowed, use_allowed,
                          edge_n, rep, lk, clk)
             idle = 0
             continue

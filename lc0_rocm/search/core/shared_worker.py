@@ -205,11 +205,12 @@ def revert_stale_two_folds(t, s, root, stack_node, stack_depth):
 
 
 @jit
-def apply_shared(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, allowed, use_allowed, edge_n,
-                 rep, lk, clk):
+def apply_shared(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, compact, w2, allowed, use_allowed,
+                 edge_n, rep, lk, clk):
     """`worker.apply_batch` for a tree other threads search too: the leaves expanded without the
-    tree's lock (`backup.expand_rows`), then backed up under the exclusive lock `lk`."""
-    expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, w2, clk)
+    tree's lock (`backup.expand_rows`; `compact`: its policy form), then backed up under the exclusive
+    lock `lk`."""
+    expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, compact, w2, clk)
     lock(lk)
     back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh)
     root_report(t, p, allowed, use_allowed, edge_n, rep)
