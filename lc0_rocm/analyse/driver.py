@@ -39,7 +39,7 @@ def run(req: AnalyseRequest) -> int:
 
         return run_on_ray(req, progress)
     from ..api import load_for_backend, open_backend
-    from .pipeline import Opening, check_batch, make_pool
+    from .pipeline import Opening, check_batch, early_start_options, make_pool
 
     t0 = time.monotonic()
     workers = req.scale.workers if req.scale.workers >= 0 else default_workers(be.name)
@@ -49,8 +49,9 @@ def run(req: AnalyseRequest) -> int:
         net = load_for_backend(be.weights, be.options)
         if mode == "raw":
             # the backend starts (net conversion, GPU preparation, the start-position check) on its own
-            # thread while the reader reads and the workers prepare the first games
-            opening = Opening(lambda: open_backend(net, be.name, be.options, check=True,
+            # thread while the reader reads and the workers prepare the first games; with several GPUs
+            # it is open once the first is ready
+            opening = Opening(lambda: open_backend(net, be.name, early_start_options(be.options), check=True,
                                                    check_batch=check_batch(be.batch_size)))
             evaluator = opening
         else:
