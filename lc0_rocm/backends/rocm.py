@@ -50,7 +50,7 @@ from ..errors import BackendError, GpuOutOfMemoryError, Lc0RocmError
 from ..gpu.nn.kernels import MHA_VARIANTS
 from ..net.description import NetDescription
 from .base import Backend
-from .options import bool_option, choice_option, int_option
+from .options import bool_option, choice_option, gpu_list, int_option
 
 DEFAULT_MAX_BATCH = 1024
 log = logging.getLogger(__name__)
@@ -78,19 +78,6 @@ def fp16_is_fast(arch: str) -> bool:
     return False
 
 
-def _gpu_list(opts: dict) -> list[int]:
-    if "gpus" not in opts:
-        return [int_option(opts, "gpu", 0, minimum=0)]
-    items = [x.strip() for x in opts["gpus"].replace(":", ",").split(",") if x.strip()]
-    try:
-        gpus = [int(x) for x in items]
-    except ValueError:
-        gpus = []
-    if not gpus or min(gpus) < 0:
-        raise BackendError(f"backend option gpus={opts['gpus']!r}: expected device indices like 0,1")
-    return gpus
-
-
 @dataclass(frozen=True)
 class GpuBatch:
     """A batch submitted to the GPU backend, for `collect`: the network that runs it and the handles of
@@ -112,7 +99,7 @@ class RocmBackend(Backend):
             raise BackendError(f"unknown precision {precision!r} (fp32, fp16, auto)")
         if max_batch is not None and max_batch < 1:
             raise BackendError(f"max_batch must be >= 1, got {max_batch}")
-        gpus = _gpu_list(opts)
+        gpus = gpu_list(opts)
         self._max_batch = max_batch if max_batch is not None else int_option(opts, "max_batch", DEFAULT_MAX_BATCH)
         self.mlh = bool_option(opts, "mlh", True)
         graphs = bool_option(opts, "graph_capture", True)
