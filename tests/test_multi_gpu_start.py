@@ -180,3 +180,48 @@ def test_prepare_waits_for_every_runner(runner, monkeypatch):
     m.prepare(16)
     assert sorted(prepared) == [("d0", 8), ("d1", 8)]
     m.close()
+
+
+def _backend_over(m):
+    """The rocm backend's shell over a network of stand-in runners (its constructor needs a GPU)."""
+    from types import SimpleNamespace
+
+    from lc0_rocm.backends.rocm import RocmBackend
+
+    b = RocmBackend.__new__(RocmBackend)
+    b.network, b.mlh, b._late_error, b._lanes, b._lane_runners = m, True, None, {}, []
+    b._devices = [SimpleNamespace(index=i) for i in (0, 3)]
+    b._lock = threading.Lock()
+    return b
+
+
+def test_the_backend_reports_a_late_start_failure_in_one_line_naming_the_gpu(runner):
+    from lc0_rocm.errors import BackendError, GpuOutOfMemoryError
+
+    runner.start_s = {"d0": 0.05, "bad1": 0.3}
+    b = _backend_over(multi.MultiGpuNetwork(None, ["d0", "bad1"], max_batch=8, early_start=True))
+    b.collect(b.submit(_planes(16)))  # the first batches go while the second GPU starts
+    time.sleep(0.5)
+    for _ in range(2):  # the same line every time (the message is not wrapped twice)
+        with pytest.raises(BackendError) as e:
+            b.submit(_planes(4))
+        assert str(e.value) == "cannot start the GPU backend on GPU 3: RuntimeError: device bad1 failed"
+    with pytest.raises(BackendError, match="on GPU 3"):
+        b.prepare(16)
+    b.close()
+
+    class _OomRunner(_Runner):
+        def __init__(self, net, device, *args, **options):
+            if device == "oom":
+                time.sleep(0.3)
+                raise GpuOutOfMemoryError("hipMalloc: out of memory")
+            super().__init__(net, device, *args, **options)
+
+    multi.GpuNetwork = _OomRunner  # the fixture's monkeypatch restores the real one
+    runner.start_s = {"d0": 0.05}
+    b = _backend_over(multi.MultiGpuNetwork(None, ["d0", "oom"], max_batch=8, early_start=True))
+    for _ in range(2):  # preferred_batch waits for every GPU: the failure, its type kept, then each batch's
+        with pytest.raises(GpuOutOfMemoryError) as e:
+            b.preferred_batch if _ == 0 else b.submit(_planes(4))
+        assert str(e.value) == "cannot start the GPU backend on GPU 3: hipMalloc: out of memory"
+    b.close()

@@ -173,15 +173,15 @@ class RocmBackend(Backend):
             try:
                 net.wait_all()
             except Exception as e:
-                raise self._late_start_failure(net, e) from None
+                raise (self._late_start_failure(net, e) or e) from None
         return net
 
-    def _late_start_failure(self, net, e: BaseException) -> BaseException:
-        """A runner's start failure raised after the backend opened (`early_start`), as the constructor
-        would have raised it, naming the GPU; any other error as it is."""
+    def _late_start_failure(self, net, e: BaseException) -> BackendError | None:
+        """`e` as the error to raise if it is a runner's start failure raised after the backend opened
+        (`early_start`): as the constructor would have raised it, naming the GPU; else None."""
         failed = getattr(net, "start_failure", None)
         if failed is None or failed[1] is not e:
-            return e
+            return None
         if self._late_error is None:  # formatted once: `_failure` rewrites the error's message
             self._late_error = _start_failure(e, f" on GPU {self._devices[failed[0]].index}")
         return self._late_error
@@ -200,7 +200,7 @@ class RocmBackend(Backend):
                 except Exception:
                     pass
             late = self._late_start_failure(net, e)
-            if late is not e:
+            if late is not None:
                 raise late from None
             if isinstance(e, (Lc0RocmError, MemoryError)):
                 raise _failure("GPU evaluation failed", e) from None
@@ -263,10 +263,16 @@ class RocmBackend(Backend):
 
     def evaluate_timed(self, planes: PackedPlanes) -> tuple[NetOutputs, float]:
         """(outputs, device seconds from the first upload to the last download)."""
+        net = self._net()
         try:
-            return self._net().evaluate_timed(planes, self.mlh)
-        except (Lc0RocmError, MemoryError) as e:
-            raise _failure("GPU evaluation failed", e) from None
+            return net.evaluate_timed(planes, self.mlh)
+        except Exception as e:
+            late = self._late_start_failure(net, e)
+            if late is not None:
+                raise late from None
+            if isinstance(e, (Lc0RocmError, MemoryError)):
+                raise _failure("GPU evaluation failed", e) from None
+            raise
 
     def _close_lanes(self) -> None:
         lanes, runners = list(self._lanes.values()), self._lane_runners
