@@ -16,6 +16,7 @@ import pytest
 
 from lc0_rocm.encoding.outputs import NetOutputs
 from lc0_rocm.encoding.packed import NUM_PLANES, PackedPlanes
+from lc0_rocm.errors import GpuError
 from lc0_rocm.gpu.nn import multi
 
 
@@ -130,6 +131,8 @@ def test_early_start_first_batch_on_the_first_ready_runner_then_both(runner):
     assert fast.pieces[5:] + slow.pieces[2:] == [1, 1, 1] and len(fast.pieces[5:]) in (1, 2)
     m.close()
     assert sorted(runner.closed) == ["fast", "slow"]
+    with pytest.raises(GpuError, match="closed"):
+        m.submit(_planes(4))
 
 
 def test_early_start_timed_counts_a_runners_pieces_one_after_the_other(runner):

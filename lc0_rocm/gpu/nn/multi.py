@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from ...encoding.outputs import NetOutputs
 from ...encoding.packed import PackedPlanes
+from ..runtime.hiperr import GpuError
 from .network import GpuNetwork, Pending
 
 
@@ -171,6 +172,8 @@ class MultiGpuNetwork:
             if self._failure is not None:
                 raise self._failure
             k = len(self.runners)
+            if not k:
+                raise GpuError("the GPU network is closed")
             sizes = split_sizes(n, piece_count(n, k, self.per_runner))
             if self._starting:
                 self._sizes.update((s, with_mlh) for s in split_sizes(n, min(n, len(self.devices))))
