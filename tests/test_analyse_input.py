@@ -236,7 +236,7 @@ def test_workers_default_is_the_same_in_help_readme_and_code():
     import re
     from pathlib import Path
 
-    from lc0_rocm.analyse.driver import default_workers
+    from lc0_rocm.analyse.sizing import default_workers
 
     p = subprocess.run([sys.executable, "-m", "lc0_rocm.cli", "analyse", "--help"], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "COLUMNS": "200"})
@@ -246,6 +246,7 @@ def test_workers_default_is_the_same_in_help_readme_and_code():
     assert m, flat
     readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
     assert f"(`--workers`, default: {m.group(1)};" in readme
-    assert m.group(1) == "none on the CPU backend, else one per core less two, at most 32"
-    cores = os.cpu_count() or 1
-    assert default_workers("cpu") == 0 and default_workers("rocm") == max(0, min(32, cores - 2))
+    assert m.group(1) == "4 per GPU, at most one per core less two; none below 4 cores or on the CPU backend"
+    for cores in (2, 3, 4, 8, 16, 64):
+        assert default_workers("cpu", cores=cores) == 0
+        assert default_workers("rocm", cores=cores) == (0 if cores < 4 else min(4, cores - 2))

@@ -5,6 +5,7 @@ to open leaves no output file behind."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -93,3 +94,33 @@ def test_a_backend_that_fails_to_open_leaves_no_output(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == [pgn]
     assert chess.pgn.read_game(open(pgn)) is not None  # the input is untouched
+
+
+def test_raw_mode_opens_its_backend_with_early_start(tmp_path, monkeypatch):
+    """The multi-GPU backend's early start (the first batch on the first GPU ready): raw mode asks for it
+    unless the user chose; the options still parse to the user's own plus it."""
+    from lc0_rocm import api
+    from lc0_rocm.analyse import driver
+    from lc0_rocm.backends.options import parse_backend_options
+    from lc0_rocm.commands.analyse import build_request, configure
+
+    assert pipeline.early_start_options("") == "early_start=true"
+    assert parse_backend_options(pipeline.early_start_options("gpus=0,1")) == {"gpus": "0,1", "early_start": "true"}
+    assert pipeline.early_start_options("gpus=0:1,early_start=false") == "gpus=0:1,early_start=false"
+    pgn = tmp_path / "g.pgn"
+    pgn.write_text(GAMES)
+    seen = []
+    real_open = api.open_backend
+
+    def spy(net, backend, options="", **kw):
+        seen.append(options)
+        return real_open(net, backend, options, **kw)
+
+    monkeypatch.setattr(api, "open_backend", spy)
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    args = parser.parse_args([str(pgn), "--backend", "random", "--backend-opts", "input_mode=1", "--workers", "0",
+                              "--jsonl", str(tmp_path / "o.jsonl"), "--no-progress"])
+    assert driver.run(build_request(args)) == 0
+    assert seen == ["input_mode=1,early_start=true"]
+    assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 6 + 6 + 2

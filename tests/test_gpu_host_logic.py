@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from lc0_rocm.backends import rocm
-from lc0_rocm.backends.options import bool_option, choice_option, int_option
+from lc0_rocm.backends.options import bool_option, choice_option, gpu_list, int_option
 from lc0_rocm.errors import BackendError, CompileError, GpuError, GpuOutOfMemoryError, NetFormatError
 from lc0_rocm.gpu.nn.multi import split_sizes
 from lc0_rocm.net.loader import load_net
@@ -98,14 +98,14 @@ def test_split_sizes_is_near_equal_and_complete(n, parts, want):
 
 
 def test_gpus_option():
-    assert rocm._gpu_list({}) == [0]
-    assert rocm._gpu_list({"gpu": "1"}) == [1]
-    assert rocm._gpu_list({"gpus": "0:1"}) == [0, 1]
-    assert rocm._gpu_list({"gpus": "0,1"}) == [0, 1]  # where the option string is not split on commas
-    assert rocm._gpu_list({"gpus": "0:0"}) == [0, 0]
+    assert gpu_list({}) == [0]
+    assert gpu_list({"gpu": "1"}) == [1]
+    assert gpu_list({"gpus": "0:1"}) == [0, 1]
+    assert gpu_list({"gpus": "0,1"}) == [0, 1]  # where the option string is not split on commas
+    assert gpu_list({"gpus": "0:0"}) == [0, 0]
     for bad in ("", "x", "-1", "0:a"):
         with pytest.raises(BackendError, match="gpus"):
-            rocm._gpu_list({"gpus": bad})
+            gpu_list({"gpus": bad})
 
 
 def test_launch_observer_sees_and_replays_launches(monkeypatch):

@@ -166,7 +166,7 @@ def host_rate(args, pgn: str, out: str) -> tuple[float, float, int]:
 
     import chess
 
-    from lc0_rocm.analyse.driver import default_workers
+    from lc0_rocm.analyse.sizing import default_workers
     from lc0_rocm.analyse.pipeline import RunConfig, make_pool, run_raw
     from lc0_rocm.analyse.reader import Selection
     from lc0_rocm.analyse.work import FinishConfig, WorkConfig
@@ -176,7 +176,7 @@ def host_rate(args, pgn: str, out: str) -> tuple[float, float, int]:
     from lc0_rocm.encoding.history import History
     from lc0_rocm.encoding.planes import encode_positions
 
-    workers = args.workers if args.workers >= 0 else default_workers("gpu")
+    workers = args.workers if args.workers >= 0 else default_workers(args.backend, args.backend_opts)
     with open_backend(args.host_weights, "cpu") as ev:
         rng = random.Random(2)
         hist, board = [], chess.Board()
@@ -253,7 +253,8 @@ def main(argv=None) -> int:
     ap.add_argument("--host-weights", default=None, help="net of the stand-in's recorded batch (default: bundled)")
     ap.add_argument("--split", action="store_true", help="also the host's cost per position of each step")
     ap.add_argument("--host-batch", type=int, default=1024, help="batch size of the host measurement")
-    ap.add_argument("--workers", type=int, default=-1, help="host measurement: worker processes (default: analyse's)")
+    ap.add_argument("--workers", type=int, default=-1, help="host measurement: worker processes (default: analyse's on --backend "
+                    "and --backend-opts)")
     ap.add_argument("--workers-sweep", type=int, nargs="+", metavar="N",
                     help="host measurement once per worker count (the curve that sets analyse's default)")
     ap.add_argument("--positions", type=int, default=20000, help="positions in the generated games")

@@ -20,6 +20,7 @@ through the public API (`lc0_rocm.api.open_backend`) and, in search mode, runs t
 - `formats`: one game's records → its JSONL lines, CSV rows and annotated PGN text.
 - `pipeline`: the local run: a reader stage, full batches on the backend (two in flight), a writer
   stage; worker processes for parsing/encoding and for records/formatting when asked.
+- `sizing`: the default worker processes from the host's cores and the GPUs (measured rates).
 - `search_mode`: `--nodes N`: the engine's search per position, one tree per game reused across moves.
 - `writers`: the output files, flushed per game, and `--resume` (a sidecar with the offsets of the
   last finished game).

@@ -9,7 +9,6 @@ line says how to continue, and the exit code is 130.
 
 from __future__ import annotations
 
-import os
 import time
 
 from .pipeline import RunConfig, run_raw
@@ -17,16 +16,8 @@ from .progress import Progress
 from .reader import input_size
 from .request import AnalyseRequest
 from .run_parts import check_read, open_outputs, summary, write_all
+from .sizing import default_workers
 from .work import FinishConfig, WorkConfig
-
-
-def default_workers(backend_name: str) -> int:
-    """Worker processes: none on the CPU backend (the network is the bottleneck by far), else one per
-    core less two (the main process's batching and writing threads), at most 32 (as `--help` and the
-    README say: tests/test_analyse_input.py compares them)."""
-    if backend_name == "cpu":
-        return 0
-    return max(0, min(32, (os.cpu_count() or 1) - 2))
 
 
 def run(req: AnalyseRequest) -> int:
@@ -39,18 +30,19 @@ def run(req: AnalyseRequest) -> int:
 
         return run_on_ray(req, progress)
     from ..api import load_for_backend, open_backend
-    from .pipeline import Opening, check_batch, make_pool
+    from .pipeline import Opening, check_batch, early_start_options, make_pool
 
     t0 = time.monotonic()
-    workers = req.scale.workers if req.scale.workers >= 0 else default_workers(be.name)
+    workers = req.scale.workers if req.scale.workers >= 0 else default_workers(be.name, be.options)
     pool = make_pool(workers)  # the workers start up while the net loads
     opening = None
     try:
         net = load_for_backend(be.weights, be.options)
         if mode == "raw":
             # the backend starts (net conversion, GPU preparation, the start-position check) on its own
-            # thread while the reader reads and the workers prepare the first games
-            opening = Opening(lambda: open_backend(net, be.name, be.options, check=True,
+            # thread while the reader reads and the workers prepare the first games; with several GPUs
+            # it is open once the first is ready
+            opening = Opening(lambda: open_backend(net, be.name, early_start_options(be.options), check=True,
                                                    check_batch=check_batch(be.batch_size)))
             evaluator = opening
         else:

@@ -18,7 +18,8 @@ The backend is the `Evaluator`'s from `lc0_rocm.api.open_backend` (all GPUs of t
 `--backend-opts gpus=0,1,…`: the multi-GPU backend splits every batch). It may still be starting
 (`Opening`: the backend's start on its own thread, from the net already loaded): the reader stage
 starts at once and prepares games while the backend converts the net, prepares the GPU and checks the
-start position; the first batch goes when both are ready. Search mode is `search_mode.run_search_mode`,
+start position; the first batch goes when both are ready, on the first GPU ready (`early_start_options`:
+the other GPUs join the batches as they come up). Search mode is `search_mode.run_search_mode`,
 with the same reader and writer stages.
 """
 
@@ -77,6 +78,17 @@ def check_batch(batch_size: int) -> Callable:
         return batch_size or default_batch_size(backend)
 
     return size
+
+
+def early_start_options(options: str) -> str:
+    """The backend options raw mode opens its backend with: `early_start=true` added unless the user
+    chose (the multi-GPU backend takes batches once its first GPU is ready, the others joining as they
+    come up, `backends/rocm.py`); the other backends ignore it."""
+    from ..backends.options import parse_backend_options
+
+    if "early_start" in parse_backend_options(options):
+        return options
+    return f"{options},early_start=true" if options.strip() else "early_start=true"
 
 
 class _Ready:

@@ -64,3 +64,18 @@ def choice_option(opts: dict[str, str], key: str, choices: tuple[str, ...], defa
         return parse_choice(opts[key], choices)
     except BadValue:
         raise BackendError(f"backend option {key}={opts[key]!r}: expected one of {', '.join(choices)}") from None
+
+
+def gpu_list(opts: dict[str, str]) -> list[int]:
+    """The devices of `gpu` (one index, default 0) or `gpus` (lc0's demux list, "0,1" or "0:1"; a device
+    may repeat: one runner per entry)."""
+    if "gpus" not in opts:
+        return [int_option(opts, "gpu", 0, minimum=0)]
+    items = [x.strip() for x in opts["gpus"].replace(":", ",").split(",") if x.strip()]
+    try:
+        gpus = [int(x) for x in items]
+    except ValueError:
+        gpus = []
+    if not gpus or min(gpus) < 0:
+        raise BackendError(f"backend option gpus={opts['gpus']!r}: expected device indices like 0,1")
+    return gpus

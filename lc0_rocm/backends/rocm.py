@@ -16,6 +16,10 @@ outside `lc0_rocm.gpu` that import it. Backend options (lc0 style, "key=value,..
   8 / 32 / 64, so a search meets prepared graphs; `prepare(n)` runs them all once);
   `parallel_start` (true/false, default true: with several devices, each one's runner is built on its
   own thread, the GPUs' starts side by side);
+  `early_start` (true/false, default false: with several devices and `parallel_start`, the backend is
+  open as soon as one GPU's runner is ready; batches go to the runners ready so far and the others join
+  as they come up, a late one's start failure raised by the next batch; `analyse` sets it, while
+  `prepare`, `compiled_lanes` and `preferred_batch` wait for every GPU);
   `attention` (auto, simple or t128: the attention kernel; auto = t128 where it applies, simple for head
   depths t128 cannot serve); `vector_ln` (true/false, default true: the 16-byte-access LayerNorm kernel
   where widths allow); `side_stream` (true/false, default true: smolgen runs on a second stream beside
@@ -46,7 +50,7 @@ from ..errors import BackendError, GpuOutOfMemoryError, Lc0RocmError
 from ..gpu.nn.kernels import MHA_VARIANTS
 from ..net.description import NetDescription
 from .base import Backend
-from .options import bool_option, choice_option, int_option
+from .options import bool_option, choice_option, gpu_list, int_option
 
 DEFAULT_MAX_BATCH = 1024
 log = logging.getLogger(__name__)
@@ -74,19 +78,6 @@ def fp16_is_fast(arch: str) -> bool:
     return False
 
 
-def _gpu_list(opts: dict) -> list[int]:
-    if "gpus" not in opts:
-        return [int_option(opts, "gpu", 0, minimum=0)]
-    items = [x.strip() for x in opts["gpus"].replace(":", ",").split(",") if x.strip()]
-    try:
-        gpus = [int(x) for x in items]
-    except ValueError:
-        gpus = []
-    if not gpus or min(gpus) < 0:
-        raise BackendError(f"backend option gpus={opts['gpus']!r}: expected device indices like 0,1")
-    return gpus
-
-
 @dataclass(frozen=True)
 class GpuBatch:
     """A batch submitted to the GPU backend, for `collect`: the network that runs it and the handles of
@@ -108,7 +99,7 @@ class RocmBackend(Backend):
             raise BackendError(f"unknown precision {precision!r} (fp32, fp16, auto)")
         if max_batch is not None and max_batch < 1:
             raise BackendError(f"max_batch must be >= 1, got {max_batch}")
-        gpus = _gpu_list(opts)
+        gpus = gpu_list(opts)
         self._max_batch = max_batch if max_batch is not None else int_option(opts, "max_batch", DEFAULT_MAX_BATCH)
         self.mlh = bool_option(opts, "mlh", True)
         graphs = bool_option(opts, "graph_capture", True)
@@ -118,11 +109,13 @@ class RocmBackend(Backend):
         gemm_tune = bool_option(opts, "gemm_tune", True)
         buckets = bool_option(opts, "buckets", True)
         parallel_start = bool_option(opts, "parallel_start", True)
+        early_start = bool_option(opts, "early_start", False)
         attention = choice_option(opts, "attention", MHA_VARIANTS, "auto")
         self.network = None
         self._lock = threading.Lock()  # guards close() against a concurrent start of an evaluation
         self._lane_runners: dict = {}  # search thread k -> the runner built for it (k past the network's own)
         self._lanes: dict = {}  # runner index -> its CompiledLane (backends/gpu_lanes.py)
+        self._late_error = None  # a GPU's start failure after the backend opened (`early_start`)
         try:
             from ..gpu.nn.multi import MultiGpuNetwork
             from ..gpu.nn.network import GpuNetwork
@@ -141,21 +134,19 @@ class RocmBackend(Backend):
             if len(devices) == 1:
                 self.network = GpuNetwork(net, self.device, dtype, self._max_batch, **kw)
             else:
-                self.network = MultiGpuNetwork(net, devices, dtype, self._max_batch, parallel_start=parallel_start, **kw)
+                self.network = MultiGpuNetwork(net, devices, dtype, self._max_batch, parallel_start=parallel_start,
+                                               early_start=early_start, **kw)
             if precapture:
                 self.network.warm_up(range(1, min(precapture, self.network.max_batch) + 1), self.mlh)
-        except (Lc0RocmError, MemoryError) as e:
+        except (Lc0RocmError, MemoryError, ValueError, RuntimeError, OSError) as e:
             self._close_quietly()
-            raise _failure("cannot start the GPU backend", e) from None
-        except (ValueError, RuntimeError, OSError) as e:
-            self._close_quietly()
-            raise BackendError(f"cannot start the GPU backend: {type(e).__name__}: {_one_line(e)}") from None
+            raise _start_failure(e) from None
 
     @property
     def preferred_batch(self) -> int:
         """MinibatchSize 0 on this backend: lc0's CUDA heuristic, twice the compute units
-        (`network_cuda.cc: GetMiniBatchSize`), rounded down to a prepared run size."""
-        net = self.network
+        (`network_cuda.cc: GetMiniBatchSize`), rounded down to a prepared run size (every GPU started)."""
+        net = self._all_started() if self.network is not None else None
         runner = net.runners[0] if hasattr(net, "runners") else net
         want = max(1, 2 * int(getattr(self.device, "cu_count", 0) or 128))
         if runner is None or not getattr(runner, "buckets", False):
@@ -180,6 +171,26 @@ class RocmBackend(Backend):
             raise BackendError("the GPU backend is closed")
         return net
 
+    def _all_started(self):
+        """The network once every GPU's runner is ready (`early_start`); a start failure as one line."""
+        net = self._net()
+        if hasattr(net, "wait_all"):
+            try:
+                net.wait_all()
+            except Exception as e:
+                raise (self._late_start_failure(net, e) or e) from None
+        return net
+
+    def _late_start_failure(self, net, e: BaseException) -> BackendError | None:
+        """`e` as the error to raise if it is a runner's start failure raised after the backend opened
+        (`early_start`): as the constructor would have raised it, naming the GPU; else None."""
+        failed = getattr(net, "start_failure", None)
+        if failed is None or failed[1] is not e:
+            return None
+        if self._late_error is None:  # formatted once: `_failure` rewrites the error's message
+            self._late_error = _start_failure(e, f" on GPU {self._devices[failed[0]].index}")
+        return self._late_error
+
     def submit(self, planes: PackedPlanes) -> GpuBatch:
         """Queue a batch of any size, in passes of at most the device batch (base.py's contract)."""
         net = self._net()
@@ -187,13 +198,18 @@ class RocmBackend(Backend):
         try:
             for piece in planes.chunks(net.max_batch):
                 passes.append(net.submit(piece, self.mlh))
-        except (Lc0RocmError, MemoryError) as e:
+        except Exception as e:
             for p in passes:  # give the queued passes' slots back
                 try:
                     net.collect(p)
                 except Exception:
                     pass
-            raise _failure("GPU evaluation failed", e) from None
+            late = self._late_start_failure(net, e)
+            if late is not None:
+                raise late from None
+            if isinstance(e, (Lc0RocmError, MemoryError)):
+                raise _failure("GPU evaluation failed", e) from None
+            raise
         return GpuBatch(net, tuple(passes))
 
     def collect(self, handle: GpuBatch) -> NetOutputs:
@@ -219,7 +235,7 @@ class RocmBackend(Backend):
         from .compiled_eval import KIND_GPU, CompiledEval
         from .gpu_lanes import CompiledLane
 
-        net = self._net()
+        net = self._all_started()
         base = list(net.runners) if hasattr(net, "runners") else [net]
         if not all(r.use_graphs for r in base) or rows > min(r.max_batch for r in base):
             return None
@@ -260,17 +276,24 @@ class RocmBackend(Backend):
     def prepare(self, max_batch: int) -> None:
         """Plan, tune and capture every run size of batches up to `max_batch` (the engine does this at
         `isready`, so that no search meets a new batch size)."""
+        net = self._all_started()
         try:
-            self._net().prepare(max_batch, self.mlh)
+            net.prepare(max_batch, self.mlh)
         except (Lc0RocmError, MemoryError) as e:
             raise _failure("GPU preparation failed", e) from None
 
     def evaluate_timed(self, planes: PackedPlanes) -> tuple[NetOutputs, float]:
         """(outputs, device seconds from the first upload to the last download)."""
+        net = self._net()
         try:
-            return self._net().evaluate_timed(planes, self.mlh)
-        except (Lc0RocmError, MemoryError) as e:
-            raise _failure("GPU evaluation failed", e) from None
+            return net.evaluate_timed(planes, self.mlh)
+        except Exception as e:
+            late = self._late_start_failure(net, e)
+            if late is not None:
+                raise late from None
+            if isinstance(e, (Lc0RocmError, MemoryError)):
+                raise _failure("GPU evaluation failed", e) from None
+            raise
 
     def _close_lanes(self) -> None:
         lanes, runners = list(self._lanes.values()), list(self._lane_runners.values())
@@ -308,6 +331,13 @@ def _failure(what: str, e: BaseException) -> BackendError:
     if isinstance(e, MemoryError):
         return GpuOutOfMemoryError(f"{what}: host memory ran out (MemoryError)")
     return BackendError(line)
+
+
+def _start_failure(e: BaseException, where: str = "") -> BackendError:
+    """A runner's start failure as the error to raise: one line, the runtime's types kept."""
+    if isinstance(e, (Lc0RocmError, MemoryError)):
+        return _failure(f"cannot start the GPU backend{where}", e)
+    return BackendError(f"cannot start the GPU backend{where}: {type(e).__name__}: {_one_line(e)}")
 
 
 def _one_line(e: BaseException) -> str:

@@ -65,8 +65,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--batch-size", type=int, default=0, metavar="N",
                      help="positions per backend batch (default: the backend's max batch; 256 on the CPU)")
     run.add_argument("--workers", type=int, default=-1, metavar="N",
-                     help="worker processes for parsing and formatting (default: none on the CPU backend, "
-                          "else one per core less two, at most 32)")
+                     help="worker processes for parsing and formatting (default: 4 per GPU, at most one per "
+                          "core less two; none below 4 cores or on the CPU backend)")
     run.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster ('auto', 'ray://host:10001', or 'local')")
     run.add_argument("--ray-actors", type=int, default=0, metavar="N",
                      help="Ray: backend actors (default: one per GPU of the cluster, or 2 on CPUs)")

@@ -159,7 +159,8 @@ def test_backend_options_submit_collect_and_two_runners(gpu):
     net = _net()
     planes = _planes(net, 33)
     ref = Reference(net, np.float64).forward(planes)
-    for opts in ("graph_capture=false", "graph_precapture=4,attention=simple", "gpus=0:0,max_batch=16"):
+    for opts in ("graph_capture=false", "graph_precapture=4,attention=simple", "gpus=0:0,max_batch=16",
+                 "gpus=0:0,max_batch=16,early_start=true"):  # batches on the runners ready so far
         b = create_backend("rocm", net, opts)
         try:
             h1 = b.submit(planes)
@@ -175,6 +176,10 @@ def test_backend_options_submit_collect_and_two_runners(gpu):
             assert np.abs(again.policy - ref.policy).max() <= FP32_ATOL, opts
             small = b.evaluate(_planes(net, 1))  # one position on a two-runner backend
             assert small.policy.shape == (1, 1858)
+            if "early_start" in opts:
+                b.prepare(16)  # waits for every runner
+                assert len(b.network.runners) == 2
+                assert np.abs(b.evaluate(planes).policy - ref.policy).max() <= FP32_ATOL
         finally:
             b.close()
 
