@@ -118,6 +118,9 @@ class SearchParams:
 
 AUTO_THREADS = 2  # batches in flight of the one search thread (Threads 0 where it stays one thread)
 AUTO_LANES = 3  # lc0's Threads 0 on a host with more than two cores: search threads (measured: docs/perf.md)
+# ... with a backend whose kernel runs on the search threads themselves (random, trivial): no card to
+# share, so more threads (the search alone on the H200 host: 269k / 307k / 319k nps at 3 / 6 / 8 threads)
+AUTO_KERNEL_LANES = 8
 
 
 def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -> int:
@@ -125,8 +128,8 @@ def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -
     flight (lc0's tree, visit for visit); N > 1 is N threads, each with a batch of its own. Threads 0
     (automatic) is one thread with two batches in flight on a host of two cores or with a backend that
     computes on the host (the cpu backend), else AUTO_LANES threads (at least two a GPU on a backend
-    with several: each thread owns a runner, so an even spread keeps every card fed), leaving a core
-    free."""
+    with several: each thread owns a runner, so an even spread keeps every card fed; AUTO_KERNEL_LANES
+    with random or trivial, whose kernel runs on the threads), leaving a core free."""
     if not params.pipeline:
         return 1
     if params.threads >= 1:
@@ -134,6 +137,8 @@ def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -
     cores = cores or os.cpu_count() or 1
     if cores <= 2 or not (backend.is_async or getattr(backend, "concurrent", False)):
         return 1
+    if getattr(backend, "concurrent", False):
+        return min(AUTO_KERNEL_LANES, cores - 1)
     gpus = int(getattr(backend, "device_count", 1))
     return max(1, min(max(AUTO_LANES, 2 * gpus), cores - 1))
 
