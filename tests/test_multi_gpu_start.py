@@ -192,7 +192,7 @@ def _backend_over(m):
     from lc0_rocm.backends.rocm import RocmBackend
 
     b = RocmBackend.__new__(RocmBackend)
-    b.network, b.mlh, b._late_error, b._lanes, b._lane_runners = m, True, None, {}, []
+    b.network, b.mlh, b._late_error, b._lanes, b._lane_runners = m, True, None, {}, {}
     b._devices = [SimpleNamespace(index=i) for i in (0, 3)]
     b._lock = threading.Lock()
     return b
