@@ -232,7 +232,7 @@ class Search:
         cap = self.minibatch
         self._max_ooo = max(1, int(self.params.max_out_of_order_factor * self.minibatch))
         lanes = search_threads(self.params, self.ev.backend)
-        # Threads 0 where it keeps one thread (two cores): with a compiled evaluation that thread runs the
+        # Threads 0 where it keeps one thread (one core): with a compiled evaluation that thread runs the
         # compiled cycle too, not this loop's Python per batch (1.3-1.5x on the 2-core VM: docs/perf.md)
         if lanes > 1 or (self.params.threads == 0 and self.params.pipeline and has_compiled_cycle(self)):
             self._run_lanes(lanes)
