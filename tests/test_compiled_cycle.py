@@ -141,9 +141,9 @@ def test_the_compiled_dispatch_is_the_backends_evaluation(backend, options):
 
 @pytest.mark.parametrize("backend", ["random", "trivial"])
 def test_one_thread_through_the_compiled_cycle_is_the_threads_1_tree(backend, monkeypatch):
-    """Threads 0 on two cores: one search thread, through the compiled cycle (its compact policies, its
+    """Threads 0 on one core: one search thread, through the compiled cycle (its compact policies, its
     shared-tree gathering), builds the tree of Threads 1 (lc0's, tests/test_search.py) row for row."""
-    monkeypatch.setattr("lc0_rocm.search.params.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("lc0_rocm.search.params.os.cpu_count", lambda: 1)
     ev = _evaluator(backend)
     for fen in (None, KIWIPETE):
         one = _search(ev, fen, nodes=3000, threads=1, pipeline=False, minibatch_size=64)

@@ -386,6 +386,40 @@ def test_tree_is_reused_when_the_game_continues():
     assert not tree.reused and s3.initial_visits == 0
 
 
+def test_a_new_games_tree_in_the_old_arrays_is_a_fresh_trees():
+    """`ucinewgame` keeps the tree's arrays (NodeTree.forget_game) and the next game's tree is made in
+    them, over the old game's rows and edges: it must be the tree fresh arrays give, row for row."""
+    ev = evaluator(SMALL)
+    params = SearchParams(minibatch_size=16, pipeline=False, smart_pruning_factor=0)
+    kiwipete = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+    moves = ["g1f3", "g8f6", "f3g1", "f6g8", "e2e4"]  # history rows over the old game's first rows
+    used = NodeTree()
+    search(ev, kiwipete, [], nodes=800, tree=used, params=params)
+    old_n = used.arrays.n
+    used.forget_game()
+    ev.cache.clear()
+    again = search(ev, None, moves, nodes=400, tree=used, params=params)
+    assert used.arrays.n is old_n and not used.reused  # made in the old arrays
+    ev.cache.clear()
+    fresh = search(ev, None, moves, nodes=400, params=params)
+    a, b = again.tree.arrays, fresh.tree.arrays
+    top, etop = int(b.meta[0]), int(b.meta[1])
+    assert [int(x) for x in a.meta] == [int(x) for x in b.meta]
+    # a row's position is written when it is extended: compare it where it was (the history, visited rows)
+    written = (np.arange(top) <= again.tree.root_row) | (b.n[:top] > 0)
+    for name in a._fields:
+        if name == "meta":
+            continue
+        x, y = getattr(a, name), getattr(b, name)
+        if name.startswith("e_"):
+            assert np.array_equal(x[:etop], y[:etop]), name
+        elif name in ("bbs", "castling", "black", "ep", "rule50", "reps", "key"):
+            assert np.array_equal(x[:top][written], y[:top][written]), name
+        else:
+            assert np.array_equal(x[:top], y[:top], equal_nan=x.dtype.kind == "f"), name
+    assert again.bestmove == fresh.bestmove
+
+
 def test_searchmoves_restricts_the_root():
     ev = evaluator(SMALL)
     allowed = [chess.Move.from_uci("a2a3"), chess.Move.from_uci("h2h4")]

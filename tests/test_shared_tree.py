@@ -161,11 +161,13 @@ def test_threads_stop_and_reuse_the_tree():
 
 
 def test_threads_zero_follows_the_host():
-    """Threads 0: one thread on two cores or a backend that computes on the host, else several."""
+    """Threads 0: one thread a core up to two cores with a backend evaluating in each thread, one with a
+    backend that computes on the host, else several."""
     params = SearchParams(threads=0)
     random_backend = _evaluator().backend
     cpu_backend = create_backend("cpu", load_net(NET))
-    assert search_threads(params, random_backend, cores=2) == 1
+    assert search_threads(params, random_backend, cores=2) == 2  # evaluates in each thread: one a core
+    assert search_threads(params, random_backend, cores=1) == 1
     assert search_threads(params, cpu_backend, cores=16) == 1
     assert search_threads(params, random_backend, cores=16) == 8  # its kernel runs on the threads
     assert search_threads(params, random_backend, cores=4) == 3

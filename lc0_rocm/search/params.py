@@ -126,18 +126,24 @@ AUTO_KERNEL_LANES = 8
 def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -> int:
     """Search threads sharing the tree (lc0's Threads). Threads 1 is one thread with one batch in
     flight (lc0's tree, visit for visit); N > 1 is N threads, each with a batch of its own. Threads 0
-    (automatic) is one thread with two batches in flight on a host of two cores or with a backend that
-    computes on the host (the cpu backend), else AUTO_LANES threads (at least two a GPU on a backend
-    with several: each thread owns a runner, so an even spread keeps every card fed; AUTO_KERNEL_LANES
-    with random or trivial, whose kernel runs on the threads), leaving a core free."""
+    (automatic) is one thread with two batches in flight with a backend that computes on the host (the
+    cpu backend) or a GPU on a host of two cores; with one that evaluates inside each search thread
+    (`concurrent`: random, trivial, compiled) one thread a core on a host of up to two cores (on the
+    2-core VM two threads kept 1.07x lc0's random against one thread's 0.81x, medians of four calls
+    each: docs/perf.md) and AUTO_KERNEL_LANES on a bigger one; else AUTO_LANES threads (at least two a
+    GPU on a backend with several: each thread owns a runner, so an even spread keeps every card fed),
+    leaving a core free."""
     if not params.pipeline:
         return 1
     if params.threads >= 1:
         return params.threads
     cores = cores or os.cpu_count() or 1
-    if cores <= 2 or not (backend.is_async or getattr(backend, "concurrent", False)):
+    concurrent = getattr(backend, "concurrent", False)
+    if not (backend.is_async or concurrent):
         return 1
-    if getattr(backend, "concurrent", False):
+    if cores <= 2:
+        return cores if concurrent else 1
+    if concurrent:
         return min(AUTO_KERNEL_LANES, cores - 1)
     gpus = int(getattr(backend, "device_count", 1))
     return max(1, min(max(AUTO_LANES, 2 * gpus), cores - 1))

@@ -9,8 +9,8 @@ the search threads' gate search/lanes.py's. In its own thread a `Search` repeats
   3. collect the oldest batch, expand its leaves and back their values up (`backup.apply`);
   4. ask the `Stopper` (time, nodes, depth, smart pruning) whether to stop; send `info` lines.
 Without pipelining (Threads 1) each batch is gathered, evaluated and applied before the next: then
-the tree is lc0's visit for visit (tests/test_search.py). With Threads > 1 (and Threads 0 on a host
-with cores to spare, `params.search_threads`) several threads share the tree instead, as lc0's search
+the tree is lc0's visit for visit (tests/test_search.py). With Threads > 1 (and Threads 0 where
+`params.search_threads` picks several) several threads share the tree instead, as lc0's search
 threads do: each gathers, evaluates and applies batches of its own (`_run_lanes`,
 search/core/shared_worker.py), and this one also asks the stoppers and sends the info lines; with
 a backend whose evaluation is compiled (random, trivial) each thread's whole cycle is one compiled
@@ -232,7 +232,7 @@ class Search:
         cap = self.minibatch
         self._max_ooo = max(1, int(self.params.max_out_of_order_factor * self.minibatch))
         lanes = search_threads(self.params, self.ev.backend)
-        # Threads 0 where it keeps one thread (two cores): with a compiled evaluation that thread runs the
+        # Threads 0 where it keeps one thread (one core): with a compiled evaluation that thread runs the
         # compiled cycle too, not this loop's Python per batch (1.3-1.5x on the 2-core VM: docs/perf.md)
         if lanes > 1 or (self.params.threads == 0 and self.params.pipeline and has_compiled_cycle(self)):
             self._run_lanes(lanes)
