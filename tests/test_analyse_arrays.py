@@ -152,6 +152,36 @@ def test_outputs_are_the_same_bytes(pairs, top, ties):
         assert (x.jsonl, x.csv, x.pgn, x.summary) == (y.jsonl, y.csv, y.pgn, y.summary), a.number
 
 
+def test_records_of_both_paths_are_one_builders(pairs):
+    """Both raw paths' records (`work.raw_records`, compiled and numpy) come from `records.record`: the
+    schema's keys in order, then `_after`, the same values; `_after` (the annotated PGN's comment) is
+    the evaluated position after the move seen from White, its score the mover's expected score, and a
+    game-ending draw a sure draw; the search mode's `after_move` gives the same from the mover's view."""
+    from lc0_rocm.analyse.records import after_move, keys
+    from lc0_rocm.analyse.work import raw_records
+
+    rng = np.random.default_rng(5)
+    ended = 0
+    for a, b in pairs[::3]:
+        if a.error is not None:
+            continue
+        wdl = rng.dirichlet([1, 1, 1], a.n_rows).astype(np.float32)
+        out = RowOutputs(wdl[:, 0] - wdl[:, 2], wdl, None, rng.normal(size=len(a.gather_col)).astype(np.float32))
+        fast, slow = raw_records(a, out, 3), raw_records(b, out, 3, compiled=False)
+        assert fast == slow and all(tuple(r) == keys("raw") + ("_after",) for r in fast)
+        for i, r in enumerate(fast):
+            row = a.after_row[i]
+            if row >= 0:
+                q, w = float(out.q[row]), [float(x) for x in out.wdl[row]]  # the next mover's view
+                white_q, white_wdl = (q, w) if r["turn"] == "b" else (-q, w[::-1])
+                assert r["_after"] == (white_q, white_wdl, None) and r["played_score"] == (1 - q) / 2
+                assert after_move(r["turn"] == "w", -q, w[::-1]) == (r["played_score"], r["_after"])
+            elif r["played_score"] == 0.5:
+                ended += 1
+                assert r["_after"] == (0.0, [0.0, 1.0, 0.0], None)
+    assert ended
+
+
 def test_records_with_nan_logits_are_written():
     """Logits with a NaN (a broken net) give records (NaN probabilities), not an exception."""
     cfg = WorkConfig("raw", Selection(), 1, 5)
