@@ -152,6 +152,62 @@ def test_outputs_are_the_same_bytes(pairs, top, ties):
         assert (x.jsonl, x.csv, x.pgn, x.summary) == (y.jsonl, y.csv, y.pgn, y.summary), a.number
 
 
+def test_records_of_both_paths_are_one_builders(pairs):
+    """Both raw paths' records (`work.raw_records`, compiled and numpy) come from `records.record`: the
+    schema's keys in order, then `_after`, the same values; `_after` (the annotated PGN's comment) is
+    the evaluated position after the move seen from White, its score the mover's expected score, and a
+    game-ending draw a sure draw; the search mode's `after_move` gives the same from the mover's view."""
+    from lc0_rocm.analyse.records import after_move, keys
+    from lc0_rocm.analyse.work import raw_records
+
+    rng = np.random.default_rng(5)
+    ended = 0
+    for a, b in pairs[::3]:
+        if a.error is not None:
+            continue
+        wdl = rng.dirichlet([1, 1, 1], a.n_rows).astype(np.float32)
+        out = RowOutputs(wdl[:, 0] - wdl[:, 2], wdl, None, rng.normal(size=len(a.gather_col)).astype(np.float32))
+        fast, slow = raw_records(a, out, 3), raw_records(b, out, 3, compiled=False)
+        assert fast == slow and all(tuple(r) == keys("raw") + ("_after",) for r in fast)
+        for i, r in enumerate(fast):
+            row = a.after_row[i]
+            if row >= 0:
+                q, w = float(out.q[row]), [float(x) for x in out.wdl[row]]  # the next mover's view
+                white_q, white_wdl = (q, w) if r["turn"] == "b" else (-q, w[::-1])
+                assert r["_after"] == (white_q, white_wdl, None) and r["played_score"] == (1 - q) / 2
+                assert after_move(r["turn"] == "w", -q, w[::-1]) == (r["played_score"], r["_after"])
+            elif r["played_score"] == 0.5:
+                ended += 1
+                assert r["_after"] == (0.0, [0.0, 1.0, 0.0], None)
+    assert ended
+
+
+def test_repetitions_are_lcs_from_the_first_position():
+    """The replay's repetition counts (`board.rules.repetitions`, the search's walk) are those of the
+    general encoder's history (`PositionState._compute_repetitions`) on games that come back to their
+    first position (row 0, whose key the replay sets first), to later ones, and that break the chain
+    with a pawn move, from the start and from a FEN with en passant and counters."""
+    from lc0_rocm.analyse.game_arrays import GameArrays
+    from lc0_rocm.encoding.history import History
+
+    shuffle = ["g1f3", "g8f6", "f3g1", "f6g8"]
+    cases = [(chess.Board(), shuffle * 3 + ["e2e4", "e7e5"] + shuffle * 2, 1),
+             (chess.Board(FENS[0]), ["e1e2", "e8f7", "e2e1", "f7e8"] * 2 + ["b1c3", "b8c6", "c3b1", "c6b8"] * 2, 0)]
+    for board, ucis, back_to_first in cases:  # the FEN's first position has an en-passant flag: never again
+        moves = [chess.Move.from_uci(u) for u in ucis]
+        ep0 = board.ep_square & 7 if board.ep_square is not None else -1
+        ga = GameArrays(board, moves, ep0)
+        assert ga.bad == -1
+        h, want = History.from_board(board.copy(stack=False)), []
+        b = board.copy(stack=False)
+        for m in [None] + moves:
+            if m is not None:
+                b.push(m)
+                h = h.push(m, b.copy(stack=False))
+            want.append(h.last.repetitions)
+        assert ga.reps.tolist() == want and max(want) >= 2 and want[4] == back_to_first, (want, ga.reps.tolist())
+
+
 def test_records_with_nan_logits_are_written():
     """Logits with a NaN (a broken net) give records (NaN probabilities), not an exception."""
     cfg = WorkConfig("raw", Selection(), 1, 5)

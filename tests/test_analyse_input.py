@@ -2,7 +2,7 @@
 and the games around it are analysed; an unclosed comment does not swallow the games after it; a
 net or other binary file given as the input, and an input without any game, are one line and a
 non-zero exit; a full disk is one line and `--resume` then completes; search mode writes and
-checkpoints every game; the progress line's first rate is a real one. The reader's split is checked
+checkpoints its games (a search takes longer than the save interval); the progress line's first rate is a real one. The reader's split is checked
 against python-chess reading the same games one by one."""
 
 from __future__ import annotations

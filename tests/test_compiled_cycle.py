@@ -5,11 +5,12 @@ Truth as in tests/test_shared_tree.py (its invariants, checked with numpy float6
 nodes` met exactly, nothing left in flight, visits and values consistent, and again after `go infinite`
 + `stop` and on the reused tree; the compiled dispatch gives the outputs of the backends' own
 `evaluate` (which tests/test_lc0_test_backends.py checks against lc0's), and the compiled collision
-budget is search/params.py's.
+budget (the search's one) is lc0's CalculateCollisionsLeft.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -25,7 +26,6 @@ from lc0_rocm.search.core.cycle import RC_NODES, RC_ROOM, collision_budget
 from lc0_rocm.search.leaf_evaluator import LeafEvaluator
 from lc0_rocm.search.limits import SearchLimits
 from lc0_rocm.search.params import SearchParams
-from lc0_rocm.search.params import collision_budget as python_budget
 from lc0_rocm.search.tree import NodeTree
 
 from test_shared_tree import KIWIPETE, NET, _check_tree, _search
@@ -164,10 +164,55 @@ def test_one_thread_through_the_compiled_cycle_is_the_threads_1_tree(backend, mo
         assert one.bestmove == auto.bestmove
 
 
-def test_the_compiled_collision_budget_is_the_searchs():
-    for params in (SearchParams(), SearchParams(max_collision_visits=500, max_collision_visits_scaling_start=10,
-                                                max_collision_visits_scaling_end=20000,
-                                                max_collision_visits_scaling_power=1.7)):
+def _lc0_collisions_left(nodes: int, params: SearchParams) -> int:
+    """lc0's `src/search/classic/search.cc: CalculateCollisionsLeft` and its `Mix` as written there:
+    int64 visits, float32 arithmetic (`std::pow` of two floats: powf, correctly rounded here from
+    double precision), `std::round`."""
+    f = np.float32
+    start, end = params.max_collision_visits_scaling_start, params.max_collision_visits_scaling_end
+    if nodes >= end:
+        return params.max_collision_visits
+    if nodes <= start:
+        return 1
+    ratio = (f(nodes) - f(start)) / f(end - start)
+    curve = f(math.pow(float(ratio), float(f(params.max_collision_visits_scaling_power))))
+    return int(math.floor(float(f(1) + f(params.max_collision_visits - 1) * curve) + 0.5))
+
+
+def test_the_collision_budget_is_lc0s():
+    """The search's one collision budget (compiled; Python's gathering calls it too) against lc0's
+    formula: the ends, and points where float64 arithmetic would give one more or one less."""
+    for params, points in (
+            (SearchParams(), (0, 1, 28, 29, 800, 21966, 34055, 38948, 46256, 59199, 88193, 144999, 145000, 10**7)),
+            (SearchParams(max_collision_visits=500, max_collision_visits_scaling_start=10,
+                          max_collision_visits_scaling_end=20000, max_collision_visits_scaling_power=1.7),
+             (0, 10, 11, 27, 800, 5000, 12345, 19999, 20000))):
         p = params.packed(False, 1, "no", 0)
-        for nodes in (0, 1, 27, 800, 801, 5000, 12345.5, 145000, 10**7, float("inf")):
-            assert collision_budget(p, float(nodes)) == python_budget(nodes, params), (params, nodes)
+        for nodes in points:
+            assert collision_budget(p, float(nodes)) == _lc0_collisions_left(nodes, params), (params, nodes)
+        assert collision_budget(p, float("inf")) == params.max_collision_visits  # no playout estimate yet
+        assert collision_budget(p, 800.75) == _lc0_collisions_left(800, params)  # a fractional estimate: its int64
+
+
+def test_the_gate_makes_the_room_the_compiled_test_asks_for():
+    """The one room test (`cycle.has_room`, which the search's gate and the compiled threads both ask)
+    fails exactly when the tree or the cache table is short, and the gate's growth (NodeTree.reserve,
+    NNCache.make_room) makes it hold: the table doubles only as far as needed, never past its size."""
+    from lc0_rocm.search.core.cycle import R_EDGES, R_ENTRIES, R_ROWS, ROOM_SIZE, has_room
+    from lc0_rocm.search.core.nncache import NNCache
+
+    tree, cache = NodeTree(16, 64), NNCache(1 << 15)
+    room = np.zeros(ROOM_SIZE, np.int64)
+    room[:] = (8, 32, 100, cache.slot_limit)
+    assert has_room(tree.arrays, cache.arrays, room)
+    slots = len(cache.arrays.keys)
+    for grow_tree, entries in ((True, 100), (False, slots), (False, 1 << 20)):
+        room[R_ROWS], room[R_EDGES], room[R_ENTRIES] = (64, 4096, entries) if grow_tree else (8, 32, entries)
+        assert not has_room(tree.arrays, cache.arrays, room)
+        tree.reserve(int(room[R_ROWS]), int(room[R_EDGES]))
+        before = len(cache.arrays.keys)
+        cache.make_room(entries)
+        assert has_room(tree.arrays, cache.arrays, room)
+        grown = len(cache.arrays.keys)
+        assert grown == before if 2 * entries <= before else before < grown <= max(cache.slot_limit, 2 * entries)
+    assert len(cache.arrays.keys) == cache.slot_limit

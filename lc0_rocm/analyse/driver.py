@@ -58,7 +58,7 @@ def run(req: AnalyseRequest) -> int:
         work = WorkConfig(mode, req.selection, net.input_format, req.top)
         fin = FinishConfig(mode, req.top, req.outputs.wanted(), req.thresholds, req.annotator(), req.outputs.plot,
                            keep_records=page is not None)
-        # search mode takes seconds a game: each game is written and checkpointed as soon as it is done
+        # search mode takes seconds a game: each game is written (and so checkpointed, writers.SAVE_INTERVAL_S) as soon as it is done
         cfg = RunConfig(list(req.inputs.paths), req.inputs.format, work, fin, be.batch_size, workers,
                         outputs.after_game, req.max_games, games_per_unit=16 if mode == "raw" else 1, pool=pool)
 

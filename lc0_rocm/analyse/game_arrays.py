@@ -14,7 +14,7 @@ compares every game's task with the python-chess path's (`work.prepare_python`),
 * SAN: `Board.san()` (`_algebraic_without_suffix`: file/rank disambiguation among the legal moves of
   the same piece type to the same square, then `+` or `#` from the position after the move);
 * planes: `board.encode.encode` on the game's positions chained by `parent`, with lc0's repetition
-  counts (`encoding.history.PositionState._compute_repetitions`).
+  counts (`encoding.history.PositionState._compute_repetitions`; `board.rules.repetitions`, the search's walk).
 
 Standard chess only: a Chess960 game goes the python-chess way. The compiled code is cached on disk
 under the key of this file's code and of what it imports (the compiled board among it: lc0_rocm/jit.py).
@@ -30,7 +30,7 @@ import numpy as np
 from ..jit import jit
 from ..board.encode import encode
 from ..board.move_codes import index_tables
-from ..board.rules import legal_moves, make_move, msb
+from ..board.rules import legal_moves, make_move, msb, position_key, repetitions
 
 MAX_MOVES = 256  # legal moves of one position, at most (218 in chess)
 # the longest FEN of a position the search takes: 71 bytes of board (all ones and slashes), then
@@ -214,23 +214,15 @@ def _san(bbs, black, moves, n_moves, code, gives_check, mates, out):
 
 
 @jit
-def _same(bbs, castling, black, ep, a, b):
-    if black[a] != black[b] or castling[a] != castling[b] or ep[a] != ep[b]:
-        return False
-    for k in range(12):
-        if bbs[a, k] != bbs[b, k]:
-            return False
-    return True
-
-
-@jit
-def replay(played, n, chess960, fullmove0, bbs, castling, black, ep, rule50, reps, check, legal, legal_n,
-           codes, fens, fen_n, sans, san_n):
+def replay(played, n, chess960, fullmove0, parent, key, bbs, castling, black, ep, rule50, reps, check, legal,
+           legal_n, codes, fens, fen_n, sans, san_n):
     """Replay a game from position 0 (rows 0 of the arrays, filled by the caller) through its `n`
     moves `played` (python-chess codes): rows 1..n of bbs/castling/black/ep/rule50 (`make_move`), the
-    repetition counts `reps`, each position's check flag and legal moves (`legal[i, :legal_n[i]]`),
+    position keys `key` and repetition counts `reps` (`board.rules.repetitions` along `parent`: the
+    row before), each position's check flag and legal moves (`legal[i, :legal_n[i]]`),
     the played moves' search codes, every position's FEN and every move's SAN (bytes, lengths).
     Returns -1 when all moves were legal, else the ply index of the first one that is not."""
+    key[0] = position_key(bbs[0], black[0], castling[0], np.int64(ep[0]))
     for i in range(n + 1):
         row = legal[i]
         cnt, chk = legal_moves(bbs[i], black[i] != 0, castling[i], np.int64(ep[i]), chess960, row)
@@ -252,21 +244,8 @@ def replay(played, n, chess960, fullmove0, bbs, castling, black, ep, rule50, rep
             ep[i + 1] = e
             rule50[i + 1] = r
             black[i + 1] = 1 - black[i]
-            # lc0's repetitions (`PositionState._compute_repetitions`)
-            j = i + 1
-            reps[j] = 0
-            if r >= 4:
-                p = j - 1
-                steps = 1
-                while p >= 0:
-                    if steps >= 4 and steps % 2 == 0:
-                        if _same(bbs, castling, black, ep, p, j):
-                            reps[j] = 1 + reps[p]
-                            break
-                        if rule50[p] < 2:
-                            break
-                    p -= 1
-                    steps += 1
+            key[i + 1] = position_key(bbs[i + 1], black[i + 1], castling[i + 1], np.int64(e))
+            reps[i + 1] = repetitions(i + 1, parent, key, bbs, castling, black, ep, rule50, reps)  # lc0's, as the search's
     fullmove = fullmove0
     for i in range(n + 1):
         # python-chess's FEN shows the en-passant square only when a capture there is legal
@@ -333,6 +312,8 @@ class GameArrays:
         self.rule50 = np.zeros(n + 1, np.int16)
         self.rule50[0] = board.halfmove_clock
         self.reps = np.zeros(n + 1, np.int8)
+        self.parent = np.arange(-1, n, dtype=np.int32)  # the game's rows chained as the search's tree
+        self.key = np.zeros(n + 1, np.uint64)
         self.check = np.zeros(n + 1, np.uint8)
         self.legal = np.empty((n + 1, MAX_MOVES), np.int16)
         self.legal_n = np.zeros(n + 1, np.int32)
@@ -343,9 +324,9 @@ class GameArrays:
         self.san_n = np.zeros(max(n, 1), np.int32)
         played = np.array([m.from_square | (m.to_square << 6) | ((m.promotion or 0) << 12) for m in moves],
                           dtype=np.int64) if n else np.zeros(1, np.int64)
-        self.bad = replay(played, n, False, np.int64(board.fullmove_number), self.bbs, self.castling, self.black,
-                          self.ep, self.rule50, self.reps, self.check, self.legal, self.legal_n, self.codes,
-                          self.fens, self.fen_n, self.sans, self.san_n)
+        self.bad = replay(played, n, False, np.int64(board.fullmove_number), self.parent, self.key, self.bbs,
+                          self.castling, self.black, self.ep, self.rule50, self.reps, self.check, self.legal,
+                          self.legal_n, self.codes, self.fens, self.fen_n, self.sans, self.san_n)
 
     def fen(self, i: int) -> str:
         return self.fens[i, :self.fen_n[i]].tobytes().decode("ascii")
@@ -365,8 +346,7 @@ class GameArrays:
         masks = np.empty((k, 112), np.uint64)
         values = np.empty((k, 112), np.float32)
         transforms = np.zeros(k, np.int32)
-        parent = np.arange(-1, self.n, dtype=np.int32)
-        encode_rows(rows, parent, self.bbs, self.castling, self.black, self.ep, self.rule50, self.reps,
+        encode_rows(rows, self.parent, self.bbs, self.castling, self.black, self.ep, self.rule50, self.reps,
                     first_is_startpos, input_format, masks, values, transforms)
         return masks, values, transforms
 

@@ -97,6 +97,36 @@ def expected_score(q: float) -> float:
     return (1.0 + float(q)) / 2.0
 
 
+def record(game: int, ply: int, fen: str, white: bool, played: Optional[str], played_san: Optional[str],
+           best: Optional[str], q: float, wdl, after: tuple = (None, None), **mode_keys) -> dict:
+    """A position's record, the one builder of both modes (raw mode's compiled and python-chess paths,
+    search mode): the common keys with `white_score` and `best_score` from `q` (the side to move's),
+    `loss`, `nag`, `blunder` and `accuracy` left for `judge`, then `mode_keys` (`RAW_KEYS` or `SEARCH_KEYS`);
+    `after`: (`played_score`, `_after`) as `after_move` or `game_end` give them."""
+    rec = {"game": game, "ply": ply, "fen": fen, "turn": "w" if white else "b", "played": played,
+           "played_san": played_san, "best": best, "q": q, "wdl": wdl,
+           "white_score": expected_score(q if white else -q), "best_score": expected_score(q),
+           "played_score": after[0], "loss": None, "nag": None, "blunder": False, "accuracy": None}
+    rec.update(mode_keys)
+    rec["_after"] = after[1]
+    return rec
+
+
+def after_move(white: bool, q: float, wdl, mate: Optional[int] = None) -> tuple:
+    """(`played_score`, `_after`) of a move from the value of the position after it, from the mover's
+    view (`q`, `wdl` [w, d, l] or None, `mate` or None): the mover's expected score, and (q, wdl, mate)
+    from White's view (`_after`: the annotated PGN's comment, the plot's last point, `judge_game`'s mate)."""
+    sign = 1 if white else -1
+    return expected_score(q), (sign * q, (wdl if white else wdl[::-1]) if wdl else None,
+                               None if mate is None else sign * mate)
+
+
+def game_end(score: float) -> tuple:
+    """(`played_score`, `_after`) of a move that ended the game with the mover's expected `score` (1.0
+    mate, 0.5 a draw): no evaluation after it; a draw's is known (q 0, a sure draw)."""
+    return score, ((0.0, [0.0, 1.0, 0.0], None) if score == 0.5 else None)
+
+
 def best_is(record: dict) -> str:
     """What a record's `best` is: raw mode's is the policy's top move (raw mode has values for the
     position and the one after the played move only, none of the other moves to find a best-valued

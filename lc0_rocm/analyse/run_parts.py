@@ -8,15 +8,14 @@ from __future__ import annotations
 import sys
 
 from .reader import InputError
-from .writers import SAVE_INTERVAL_S, Outputs
+from .writers import Outputs
 
 
 def open_outputs(paths: dict, mode: str, signature: dict, resume: bool, progress) -> Outputs:
-    """The run's `Outputs`, counting games on the progress line; search mode saves the resume sidecar
-    after every game."""
+    """The run's `Outputs`, counting games on the progress line (both modes save the resume sidecar by
+    the writer's one policy, `writers.SAVE_INTERVAL_S`)."""
     outputs = Outputs(paths, mode, signature, resume, note=progress.note,
-                      on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)),
-                      save_interval=0.0 if mode == "search" else SAVE_INTERVAL_S)
+                      on_game=lambda go: progress.update(go.positions, 1, skipped=int(go.error is not None)))
     if outputs.after_game:
         progress.note(f"lc0-rocm: resuming after game {outputs.after_game}")
     return outputs

@@ -15,7 +15,7 @@ from typing import Optional
 
 import chess
 
-from .records import centipawns, expected_score
+from .records import after_move, centipawns, game_end, record
 from .pipeline import RunConfig, Stages
 
 
@@ -64,14 +64,11 @@ class GameSearcher:
         played = task.moves[ply - 1] if ply <= len(task.moves) else None
         board = h.board
         white = board.turn == chess.WHITE
-        rec = {"game": task.number, "ply": ply, "fen": task.fens[i], "turn": "w" if white else "b",
-               "played": played, "played_san": task.sans[i], "_after": None}
+        common = (task.number, ply, task.fens[i], white, played, task.sans[i])
         if not any(board.legal_moves):
             q = -1.0 if board.is_checkmate() else 0.0
-            rec.update(best=None, q=q, wdl=[0.0, 0.0, 1.0] if q < 0 else [0.0, 1.0, 0.0],
-                       white_score=expected_score(q if white else -q), best_score=expected_score(q),
-                       played_score=None, nodes=0, pv=[], cp=None, mate=0 if q < 0 else None)
-            return rec
+            return record(*common, None, q, [0.0, 0.0, 1.0] if q < 0 else [0.0, 1.0, 0.0], nodes=0, pv=[], cp=None,
+                          mate=0 if q < 0 else None)
         position = GamePosition(h, list(moves), task.start_fen, task.chess960, board)
         s = new_search(position, self.nn, self.params, SearchLimits(nodes=self.nodes), tree, has_wdl=self.has_wdl,
                        has_mlh=self.has_mlh)
@@ -85,17 +82,16 @@ class GameSearcher:
         wl, d = (child.wl, child.d) if child is not None and child.n > 0 else (-root.wl, root.d)
         info = s.info_lines()[0]
         mate = info.score[1] if info.score[0] == "mate" else None
-        rec.update(best=best.uci(), q=wl,
-                   wdl=[(1 + wl - d) / 2, d, (1 - wl - d) / 2] if self.has_wdl else None,
-                   white_score=expected_score(wl if white else -wl), best_score=expected_score(wl),
-                   nodes=root.n, pv=[m.uci() for m in info.pv], cp=None if mate is not None else centipawns(wl),
-                   mate=mate)
-        rec["played_score"], rec["_after"] = self._played(task, ply, root, played, white)
-        return rec
+        return record(*common, best.uci(), wl, self._wdl(wl, d), self._played(task, ply, root, played, white),
+                      nodes=root.n, pv=[m.uci() for m in info.pv], cp=None if mate is not None else centipawns(wl),
+                      mate=mate)
 
-    def _played(self, task, ply: int, root, played: Optional[str], white: bool):
-        """(expected score of the played move for the side to move, (q, wdl, mate) after it from
-        White's view or None)."""
+    def _wdl(self, wl: float, d: float) -> Optional[list]:
+        """[w, d, l] of a search value (W - L, D), None for a value-only net."""
+        return [(1 + wl - d) / 2, d, (1 - wl - d) / 2] if self.has_wdl else None
+
+    def _played(self, task, ply: int, root, played: Optional[str], white: bool) -> tuple:
+        """(`played_score`, `_after`) of the played move (`records.after_move`)."""
         if played is None:
             return None, None
         move = chess.Move.from_uci(played)
@@ -109,16 +105,12 @@ class GameSearcher:
                 mate = mate_score(child.m, wl)
         else:
             if ply == len(task.moves) and task.final_score is not None:  # the move ended the game (`work.prepare`)
-                score = task.final_score
-                return score, ((0.0, [0.0, 1.0, 0.0], None) if score == 0.5 else None)
+                return game_end(task.final_score)
             e = self.api.evaluate((task.start_fen, task.moves[:ply]))
             wl = -e.q
             d = e.wdl[1] if e.wdl is not None else 0.0
             mate = None
-        wdl = [(1 + wl - d) / 2, d, (1 - wl - d) / 2] if self.has_wdl else None
-        sign = 1 if white else -1
-        view = (sign * wl, (wdl if white else wdl[::-1]) if wdl else None, None if mate is None else sign * mate)
-        return expected_score(wl), view
+        return after_move(white, wl, self._wdl(wl, d), mate)
 
 
 def run_search_mode(evaluator, cfg: RunConfig, nodes: int, sink, minibatch: int = 0) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import PositionError, one_line
 from .reader import RawGame
-from .records import Thresholds, expected_score, judge_game
+from .records import Thresholds, after_move, game_end, judge_game, record
 
 
 @dataclass(frozen=True)
@@ -427,72 +427,49 @@ def raw_records(task: GameTask, out: RowOutputs, top: int, compiled: bool = True
     wdls = out.wdl.tolist() if out.wdl is not None else None
     mlhs = out.mlh.tolist() if out.mlh is not None else None
     recs = []
-    for i, ply in enumerate(task.plies):
-        row = task.rec_row[i]
-        white = task.white[i]
-        played_uci = moves[ply - 1] if ply <= len(moves) else None
+    for i in range(len(task.plies)):
         top_entries = order[i][:k[i]]
         policy = {names[codes[j]]: probs[j] for j in top_entries}
         best = names[codes[top_entries[0]]] if top_entries else None
         hit = played_at[i]
-        q = qs[row]
-        wdl = list(wdls[row]) if wdls is not None else None
-        after = task.after_row[i]
-        played_score, after_view = None, None
-        if after >= 0:
-            qa = qs[after]
-            played_score = expected_score(-qa)
-            wa = list(wdls[after]) if wdls is not None else None
-            after_view = (qa if not white else -qa, (wa if not white else wa[::-1]) if wa else None, None)
-        elif played_uci is not None and ply == len(moves) and task.final_score is not None:
-            played_score = task.final_score
-            after_view = (0.0, [0.0, 1.0, 0.0], None) if played_score == 0.5 else None
-        recs.append({
-            "game": task.number, "ply": ply, "fen": task.fens[i], "turn": "w" if white else "b",
-            "played": played_uci, "played_san": task.sans[i], "best": best, "q": q, "wdl": wdl,
-            "white_score": expected_score(q if white else -q), "best_score": expected_score(q),
-            "played_score": played_score, "loss": None, "nag": None, "blunder": False,
-            "policy": policy, "mlh": mlhs[row] if mlhs is not None else None,
-            "played_p": probs[hit] if hit >= 0 else None, "played_rank": rank[i] if hit >= 0 else None,
-            "_after": after_view,
-        })
+        recs.append(_raw_record(task, i, qs, wdls, mlhs, best, policy, probs[hit] if hit >= 0 else None,
+                                rank[i] if hit >= 0 else None))
     return recs
 
 
 def _raw_records_python(task: GameTask, out: RowOutputs, top: int) -> list[dict]:
     from ..encoding.legal_policy import softmax_logits
 
+    qs = [float(x) for x in out.q]
+    wdls = [[float(x) for x in w] for w in out.wdl] if out.wdl is not None else None
+    mlhs = [float(x) for x in out.mlh] if out.mlh is not None else None
     recs = []
     for i, ply in enumerate(task.plies):
-        row = task.rec_row[i]
-        white = task.white[i]
         played = task.moves[ply - 1] if ply <= len(task.moves) else None
         a, b = task.rec_start[i], task.rec_start[i + 1]
-        codes = task.codes[a:b]
         probs = softmax_logits(out.logits[a:b], 1.0, use_fast_exp=False)
-        policy, best, played_p, played_rank = _policy(codes, probs, played, top)
-        q = float(out.q[row])
-        wdl = [float(x) for x in out.wdl[row]] if out.wdl is not None else None
-        after = task.after_row[i]
-        played_score, after_view = None, None
-        if after >= 0:
-            qa = float(out.q[after])
-            played_score = expected_score(-qa)
-            wa = [float(x) for x in out.wdl[after]] if out.wdl is not None else None
-            # the position after the move has the other side to move: White's view flips when White moved
-            after_view = (qa if not white else -qa, (wa if not white else wa[::-1]) if wa else None, None)
-        elif played is not None and ply == len(task.moves) and task.final_score is not None:
-            played_score = task.final_score
-            after_view = (0.0, [0.0, 1.0, 0.0], None) if played_score == 0.5 else None  # no eval after a mate
-        recs.append({
-            "game": task.number, "ply": ply, "fen": task.fens[i], "turn": "w" if white else "b",
-            "played": played, "played_san": task.sans[i], "best": best, "q": q, "wdl": wdl,
-            "white_score": expected_score(q if white else -q), "best_score": expected_score(q),
-            "played_score": played_score, "loss": None, "nag": None, "blunder": False,
-            "policy": policy, "mlh": float(out.mlh[row]) if out.mlh is not None else None,
-            "played_p": played_p, "played_rank": played_rank, "_after": after_view,
-        })
+        policy, best, played_p, played_rank = _policy(task.codes[a:b], probs, played, top)
+        recs.append(_raw_record(task, i, qs, wdls, mlhs, best, policy, played_p, played_rank))
     return recs
+
+
+def _raw_record(task: GameTask, i: int, qs: list, wdls: Optional[list], mlhs: Optional[list], best, policy,
+                played_p, played_rank) -> dict:
+    """Record i of a game (`records.record`) from its rows' values (`qs`, `wdls`, `mlhs`: per row, as
+    Python floats) and its policy's top moves, best move and played move's probability and rank."""
+    ply = task.plies[i]
+    row = task.rec_row[i]
+    white = task.white[i]
+    played = task.moves[ply - 1] if ply <= len(task.moves) else None
+    after = (None, None)
+    a = task.after_row[i]
+    if a >= 0:  # the position after the move has the other side to move: the mover's view flips its values
+        after = after_move(white, -qs[a], wdls[a][::-1] if wdls is not None else None)
+    elif played is not None and ply == len(task.moves) and task.final_score is not None:
+        after = game_end(task.final_score)
+    return record(task.number, ply, task.fens[i], white, played, task.sans[i], best, qs[row],
+                  list(wdls[row]) if wdls is not None else None, after, policy=policy,
+                  mlh=mlhs[row] if mlhs is not None else None, played_p=played_p, played_rank=played_rank)
 
 
 def _policy(codes: np.ndarray, probs: np.ndarray, played: Optional[str], top: int):

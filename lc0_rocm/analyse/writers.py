@@ -2,8 +2,9 @@
 
 Games arrive in input order (`formats.GameOutput`); each game's text is written whole and the files
 are flushed after it, so a reader of the files (or an interrupted run) only ever sees whole games.
-A sidecar `<first output>.resume.json` records, at most every half second and when the run stops
-early, the last game written and every file's size at that point; every file is flushed and synced
+A sidecar `<first output>.resume.json` records, after a game when `SAVE_INTERVAL_S` has passed since
+the last save (both modes: a search mode game takes longer, so each is saved; a kill in raw mode
+redoes at most that long's games) and when the run stops early, the last game written and every file's size at that point; every file is flushed and synced
 before the sidecar is written, so it only counts what all of them hold. `--resume` truncates each file
 to its recorded size and continues after that game: no game is lost or written twice, whatever
 stopped the run (Ctrl-C, SIGKILL, a crash, a full disk). A run that finishes removes the sidecar. The sidecar also records the inputs and settings; resuming
@@ -28,7 +29,7 @@ from .summary import SUMMARY_KEYS
 
 KINDS = ("jsonl", "csv", "pgn", "summary")
 SUMMARY_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl"}
-SAVE_INTERVAL_S = 0.5
+SAVE_INTERVAL_S = 0.5  # seconds between sidecar saves (and the fsyncs before them): the one policy of both modes
 
 
 class OutputError(Lc0RocmError):
@@ -66,7 +67,7 @@ class Outputs:
 
     def __init__(self, paths: dict, mode: str, signature: dict, resume: bool = False,
                  note: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
-                 on_game: Optional[Callable] = None, save_interval: float = SAVE_INTERVAL_S):
+                 on_game: Optional[Callable] = None):
         self.paths = {k: v for k, v in paths.items() if v}
         if not self.paths:
             self.paths = {"jsonl": "-"}
@@ -74,7 +75,6 @@ class Outputs:
         self.signature = signature
         self.note = note
         self.on_game = on_game
-        self.save_interval = save_interval  # seconds between sidecar saves (0: after every game)
         self.sidecar = sidecar_path(self.paths)
         self.summary_format = summary_format(self.paths["summary"]) if "summary" in self.paths else None
         self.after_game = 0
@@ -175,7 +175,7 @@ class Outputs:
             self.last_game = go.number
             if self.on_game is not None:
                 self.on_game(go)
-        if time.monotonic() - self._saved >= self.save_interval:
+        if time.monotonic() - self._saved >= SAVE_INTERVAL_S:
             self._save()
 
     def _summary_text(self, summary: Optional[dict]) -> str:

@@ -15,7 +15,9 @@ on a Chess960 board (python-chess's internal form), else as `_from_chess960` giv
 `make_move` is `Board.push` (castling-rights update, castling king to c/g and rook to d/f, en
 passant, promotion, half-move clock) plus lc0's en-passant flag: its result equals
 `PositionState.from_board` of the board after the push. `has_mating_material` is lc0's
-`ChessBoard::HasMatingMaterial`; `position_key` a Zobrist hash for repetitions; `perft` a check.
+`ChessBoard::HasMatingMaterial`; `position_key` a Zobrist hash for repetitions; `repetitions` and
+`plies_since_repetition` lc0's repetition walk back over rows of position arrays chained by `parent`
+(the search's and analyse's one); `perft` a check.
 Pass `castling` as np.uint64 and `bbs` as a C-contiguous uint64 array (other argument types compile
 extra specialisations); each side must have exactly one king. tests/test_rules.py checks it all
 against python-chess.
@@ -518,6 +520,56 @@ def position_key(bbs, black, castling, ep_file):
     if ep_file >= 0:
         h ^= Z_EP[ep_file]
     return h
+
+
+@jit
+def same_position(bbs, castling, black, ep, a, b):
+    """Whether rows a and b of position arrays hold the same position (pieces, side to move, castling,
+    lc0's en-passant flag: what lc0's `Position::GetRepetitions` compares)."""
+    if black[a] != black[b] or castling[a] != castling[b] or ep[a] != ep[b]:
+        return False
+    for k in range(12):
+        if bbs[a, k] != bbs[b, k]:
+            return False
+    return True
+
+
+@jit
+def repetitions(node, parent, key, bbs, castling, black, ep, rule50, reps):
+    """lc0's repetition count of row `node` (`encoding.history.PositionState._compute_repetitions`,
+    lc0's `PositionHistory::ComputeLastMoveRepetitions`): 1 + that of the last earlier occurrence of
+    its position, walking back the rows chained by `parent` (the search's tree and game, analyse's
+    replay) over the side to move's positions from 4 plies back, within the reversible moves; `key`
+    (`position_key` of each row) filters the comparisons, every earlier row's `reps` is set."""
+    if rule50[node] < 4:
+        return 0
+    q = parent[node]
+    steps = 1
+    while q >= 0:
+        if steps >= 4 and steps % 2 == 0:
+            if key[q] == key[node] and same_position(bbs, castling, black, ep, q, node):
+                return 1 + reps[q]
+            if rule50[q] < 2:
+                break
+        q = parent[q]
+        steps += 1
+    return 0
+
+
+@jit
+def plies_since_repetition(node, parent, key, bbs, castling, black, ep, reps):
+    """Plies back to the previous occurrence of row `node`'s position (0 if it is not a repetition:
+    `reps[node]` 0), along the same chain as `repetitions`."""
+    if reps[node] == 0:
+        return 0
+    q = parent[node]
+    steps = 1
+    while q >= 0:
+        if steps >= 4 and steps % 2 == 0 and key[q] == key[node] and same_position(bbs, castling, black, ep, q, node):
+            return steps
+        q = parent[q]
+        steps += 1
+    return 0
 
 
 @jit_alloc

@@ -31,7 +31,6 @@ from .core import batch as bt
 from .core import cycle as cy
 from .core import worker as wk
 from .core.packed_params import P_TB_PIECES
-from .tree import EDGES_PER_ROW
 
 # lc0's watchdog (`Search::WatchdogThread`) waits 1-100 ms between its looks, and its search threads
 # ask the stoppers after every batch themselves; ours cannot (the stoppers are Python), so the watcher
@@ -87,8 +86,7 @@ class CompiledLanes:
 
     def run_round(self) -> None:
         s = self.search
-        rows, entries = s._lane_room()
-        self.room[:] = (rows, rows * EDGES_PER_ROW, entries, s.ev.cache.slot_limit)
+        self.room[:] = s._lane_room()
         self._publish()
         threads = [threading.Thread(target=self._lane, args=(k,), name=f"search-{k + 1}", daemon=True)
                    for k in range(len(s._lanes))]

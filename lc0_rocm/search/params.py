@@ -2,8 +2,9 @@
 engine_options' table (the one home of lc0's defaults).
 
 `SearchParams` is what the UCI layer fills from its options; `packed()` lays the numbers out in
-one float64 array for the compiled worker (indices `P_*`, search/core/packed_params.py). `collision_budget` and
-`suggested_minibatch` are the two rules lc0 applies around a gathering. `contempt_value` and
+one float64 array for the compiled worker (indices `P_*`, search/core/packed_params.py). `suggested_minibatch`
+is lc0's choice of the batch size (its other rule around a gathering, CalculateCollisionsLeft, is
+compiled: search/core/cycle.py's `collision_budget`). `contempt_value` and
 `wdl_rescale_params` turn lc0's contempt options into the (ratio, diff) of its WDL rescaling
 (`src/search/classic/params.cc: GetContempt, AccurateWDLRescaleParams, SimplifiedWDLRescaleParams`).
 """
@@ -163,18 +164,6 @@ def suggested_minibatch(backend) -> int:
     if not preferred:
         preferred = CPU_MINIBATCH if getattr(backend, "name", "") == "cpu" else GPU_MINIBATCH
     return max(1, min(int(preferred), backend.max_batch))
-
-
-def collision_budget(nodes: float, params: SearchParams) -> int:
-    """lc0's CalculateCollisionsLeft: visits a gathering may lose to collisions, growing with the
-    root's visits (`nodes`) from 1 (up to ScalingStart) to MaxCollisionVisits (from ScalingEnd)."""
-    start, end = params.max_collision_visits_scaling_start, params.max_collision_visits_scaling_end
-    if nodes >= end:
-        return params.max_collision_visits
-    if nodes <= start:
-        return 1
-    ratio = ((nodes - start) / (end - start)) ** params.max_collision_visits_scaling_power
-    return int(math.floor(1 + (params.max_collision_visits - 1) * ratio + 0.5))
 
 
 def contempt_value(opponent: str, contempt: str, rating_adv: float) -> float:

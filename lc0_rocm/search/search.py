@@ -41,6 +41,7 @@ from . import report as rp
 from .compiled_lanes import compiled_cycle, has_compiled_cycle
 from .core import backup as bk
 from .core import batch as bt
+from .core import cycle as cy
 from .core import pick as pk
 from .core import shared_worker as sw
 from .core import spinlock
@@ -50,7 +51,7 @@ from .core.tree import M_TOP
 from .leaf_evaluator import LeafEvaluator
 from .lanes import AutoInline, Gate, Lane, Slot
 from .limits import IterationStats, SearchLimits
-from .params import SearchParams, batches_in_flight, collision_budget, search_threads, suggested_minibatch
+from .params import SearchParams, batches_in_flight, search_threads, suggested_minibatch
 from .report import InfoLine
 from .stoppers import Stopper
 from .tree import EDGES_PER_ROW, NodeTree, NodeView
@@ -378,20 +379,21 @@ class Search:
             for h in helpers:
                 h.join()
 
-    def _lane_room(self) -> tuple[int, int]:
-        """Tree rows and cache entries every search thread inside the gate at once may take: a
-        gathering's rows (EDGES_PER_ROW edges each: a batch's expansion too) and two batches' entries each."""
+    def _lane_room(self) -> np.ndarray:
+        """What every search thread inside the gate at once may take (search/core/cycle.py's `room`):
+        a gathering's tree rows (EDGES_PER_ROW edges each: a batch's expansion too), two batches' cache
+        entries each, and the cache's table at full size."""
         rows = len(self._lanes) * (self.minibatch + self._max_ooo + 16)
-        return rows, 2 * rows
+        return np.array([rows, rows * EDGES_PER_ROW, 2 * rows, self.ev.cache.slot_limit], np.int64)
 
     def _lanes_have_room(self) -> bool:
-        rows, entries = self._lane_room()
-        return self.tree.has_room(rows, rows * EDGES_PER_ROW) and not self.ev.cache.needs_room(entries)
+        """The compiled threads' own test (`cy.has_room`), so that the gate and they agree."""
+        return bool(cy.has_room(self.tree.arrays, self.ev.cache.arrays, self._lane_room()))
 
     def _make_room_for_lanes(self) -> None:
-        rows, entries = self._lane_room()
-        self.tree.reserve(rows, rows * EDGES_PER_ROW)
-        self.ev.cache.make_room(entries)
+        room = self._lane_room()
+        self.tree.reserve(int(room[cy.R_ROWS]), int(room[cy.R_EDGES]))
+        self.ev.cache.make_room(int(room[cy.R_ENTRIES]))
 
     def _lane_loop(self, lane: Lane, main: bool = False) -> None:
         """One search thread's batches until the search halts; the `main` one (this search's own thread)
@@ -510,7 +512,7 @@ class Search:
             return 0
         self.remaining_playouts = self.stopper.remaining_playouts
         allowed, use_allowed = self._root_allowed()
-        collisions_left = collision_budget(min(int(t.n[root]), self.remaining_playouts), self.params)
+        collisions_left = cy.collision_budget(self._packed, float(min(int(t.n[root]), self.remaining_playouts)))
         work = self._work if lane is None else lane.work
         if len(work.kept_node) < collisions_left + 2:
             work = wk.new_work(len(work.out_node) - 16, max(collisions_left + 2, 2 * len(work.kept_node)))

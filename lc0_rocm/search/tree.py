@@ -74,11 +74,6 @@ class NodeTree:
         t = self.arrays
         return int(t.meta[M_TOP]) * ROW_BYTES + int(t.meta[M_ETOP]) * EDGE_BYTES
 
-    def has_room(self, nodes: int, edges: int) -> bool:
-        """Whether `nodes` more rows and `edges` more edges fit without growing."""
-        t = self.arrays
-        return int(t.meta[M_TOP]) + nodes <= len(t.n) and int(t.meta[M_ETOP]) + edges <= len(t.e_code)
-
     def reserve(self, nodes: int, edges: int) -> None:
         """Room for `nodes` more rows and `edges` more edges."""
         t = self.arrays

@@ -50,22 +50,27 @@ IDLE_ROUNDS = 64  # empty gatherings in a row (the core yielded after each) befo
 
 @jit
 def collision_budget(p, nodes):
-    """lc0's CalculateCollisionsLeft, as search/params.py's `collision_budget` (tests/test_compiled_cycle.py
-    checks that they agree): 1 up to P_CV_START root visits, P_CV_MAX from P_CV_END, a power curve between."""
+    """lc0's CalculateCollisionsLeft (`src/search/classic/search.cc`, with its Mix), the search's one
+    (Python's gathering calls it too): 1 up to P_CV_START root visits (`nodes`, an int64 in lc0),
+    P_CV_MAX from P_CV_END, a power curve between, in lc0's float32 arithmetic, rounded half up."""
     start = p[P_CV_START]
     end = p[P_CV_END]
     if nodes >= end:
         return int(p[P_CV_MAX])
     if nodes <= start:
         return 1
-    ratio = ((nodes - start) / (end - start)) ** p[P_CV_POWER]
-    return int(math.floor(1 + (p[P_CV_MAX] - 1) * ratio + 0.5))
+    f32 = np.float32
+    ratio = (f32(np.int64(nodes)) - f32(start)) / f32(end - start)
+    curve = f32(np.float64(ratio) ** np.float64(f32(p[P_CV_POWER])))  # powf, as std::pow of two floats
+    mixed = f32(1.0) + f32(p[P_CV_MAX] - 1) * curve
+    return int(math.floor(np.float64(mixed) + 0.5))
 
 
 @jit
 def has_room(t, c, room):
-    """Whether the tree and the NN cache hold every thread's next batch (search/lanes.py's Gate asks the
-    same of NodeTree.has_room and NNCache.needs_room)."""
+    """Whether the tree and the NN cache hold every thread's next batch (`room`: R_*); the search's one
+    test (search/lanes.py's Gate asks it through search.py's `_lanes_have_room`; NNCache.make_room
+    grows the table exactly when its cache half fails)."""
     if t.meta[M_TOP] + room[R_ROWS] > len(t.n) or t.meta[M_ETOP] + room[R_EDGES] > len(t.e_code):
         return False
     slots = len(c.keys)

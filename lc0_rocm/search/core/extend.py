@@ -43,47 +43,8 @@ def set_child_position(t, node):
     t.castling[node] = castling
     t.ep[node] = ep
     t.rule50[node] = rule50
-    key = rules.position_key(t.bbs[node], black, castling, ep)
-    t.key[node] = key
-    reps = 0
-    if rule50 >= 4:
-        q = par
-        steps = 1
-        while q >= 0:
-            if steps >= 4 and steps % 2 == 0:
-                if t.key[q] == key and same_position(t, q, node):
-                    reps = 1 + t.reps[q]
-                    break
-                if t.rule50[q] < 2:
-                    break
-            q = t.parent[q]
-            steps += 1
-    t.reps[node] = reps
-
-
-@jit
-def same_position(t, a, b):
-    if t.black[a] != t.black[b] or t.castling[a] != t.castling[b] or t.ep[a] != t.ep[b]:
-        return False
-    for k in range(12):
-        if t.bbs[a, k] != t.bbs[b, k]:
-            return False
-    return True
-
-
-@jit
-def plies_since_repetition(t, node):
-    """Plies back to the previous occurrence of a repeated position (0 if it is not a repetition)."""
-    if t.reps[node] == 0:
-        return 0
-    q = t.parent[node]
-    steps = 1
-    while q >= 0:
-        if steps >= 4 and steps % 2 == 0 and t.key[q] == t.key[node] and same_position(t, q, node):
-            return steps
-        q = t.parent[q]
-        steps += 1
-    return 0
+    t.key[node] = rules.position_key(t.bbs[node], black, castling, ep)
+    t.reps[node] = rules.repetitions(node, t.parent, t.key, t.bbs, t.castling, t.black, t.ep, t.rule50, t.reps)
 
 
 @jit
@@ -97,7 +58,7 @@ def draw_by_rule(t, p, node, depth):
     if reps >= 2:
         return 0.0, END_OF_GAME
     if reps == 1 and p[P_TWO_FOLD] != 0.0 and depth - 1 >= 4:
-        cycle = plies_since_repetition(t, node)
+        cycle = rules.plies_since_repetition(node, t.parent, t.key, t.bbs, t.castling, t.black, t.ep, t.reps)
         if depth - 1 >= cycle:
             return float(cycle), TWO_FOLD
     return 0.0, NON_TERMINAL

@@ -139,22 +139,18 @@ class NNCache:
         """The table's slots at full size (it doubles up to them)."""
         return _slots_for(self.size)
 
-    def needs_room(self, new_entries: int) -> bool:
-        """Whether `make_room(new_entries)` would grow the table (search/core/cycle.py's `has_room` asks
-        the same in compiled code)."""
-        a = self.arrays
-        slots = len(a.keys)
-        return not (a.meta[2] < 0 or slots >= self.slot_limit or 2 * (int(a.meta[3]) + new_entries) <= slots)
-
     def make_room(self, new_entries: int) -> None:
-        """Double the table (up to the capacity) while `new_entries` more would fill it over half."""
-        if not self.needs_room(new_entries):
-            return
+        """Double the table (up to the capacity) while `new_entries` more would fill it over half (what
+        search/core/cycle.py's `has_room` tests: nothing to do when it holds)."""
         a = self.arrays
+        if a.meta[2] < 0:  # the cache is off
+            return
         slots = len(a.keys)
         limit = _slots_for(self.size)
         while slots < limit and 2 * (int(a.meta[3]) + new_entries) > slots:
             slots *= 2
+        if slots == len(a.keys):
+            return
         bigger = new_cache(self.size, slots)
         copy_entries(a, bigger)
         self.arrays = bigger
