@@ -191,6 +191,16 @@ class RocmBackend(Backend):
             self._late_error = _start_failure(e, f" on GPU {self._devices[failed[0]].index}")
         return self._late_error
 
+    def _evaluation_error(self, net, e: Exception) -> Exception:
+        """What an evaluation raises for `e`: a GPU's late start failure as one line naming it, a failure
+        of the GPU stack as `_failure`'s one line (its type kept), anything else unchanged."""
+        late = self._late_start_failure(net, e)
+        if late is not None:
+            return late
+        if isinstance(e, (Lc0RocmError, MemoryError)):
+            return _failure("GPU evaluation failed", e)
+        return e
+
     def submit(self, planes: PackedPlanes) -> GpuBatch:
         """Queue a batch of any size, in passes of at most the device batch (base.py's contract)."""
         net = self._net()
@@ -204,20 +214,15 @@ class RocmBackend(Backend):
                     net.collect(p)
                 except Exception:
                     pass
-            late = self._late_start_failure(net, e)
-            if late is not None:
-                raise late from None
-            if isinstance(e, (Lc0RocmError, MemoryError)):
-                raise _failure("GPU evaluation failed", e) from None
-            raise
+            raise self._evaluation_error(net, e) from None
         return GpuBatch(net, tuple(passes))
 
     def collect(self, handle: GpuBatch) -> NetOutputs:
         """The outputs of a submitted batch (waits for the device without holding any lock)."""
         try:
             return NetOutputs.concat([handle.network.collect(p) for p in handle.passes])
-        except (Lc0RocmError, MemoryError) as e:
-            raise _failure("GPU evaluation failed", e) from None
+        except Exception as e:
+            raise self._evaluation_error(handle.network, e) from None
 
     def evaluate(self, planes: PackedPlanes) -> NetOutputs:
         return self.collect(self.submit(planes))
@@ -288,12 +293,7 @@ class RocmBackend(Backend):
         try:
             return net.evaluate_timed(planes, self.mlh)
         except Exception as e:
-            late = self._late_start_failure(net, e)
-            if late is not None:
-                raise late from None
-            if isinstance(e, (Lc0RocmError, MemoryError)):
-                raise _failure("GPU evaluation failed", e) from None
-            raise
+            raise self._evaluation_error(net, e) from None
 
     def _close_lanes(self) -> None:
         lanes, runners = list(self._lanes.values()), list(self._lane_runners.values())
