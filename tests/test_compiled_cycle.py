@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from lc0_rocm.backends.compiled_eval import evaluate, every_index, new_outputs
+from lc0_rocm.backends.compiled_eval import evaluate, every_index
 from lc0_rocm.backends.factory import create_backend
 from lc0_rocm.encoding.planes import encode_positions
 from lc0_rocm.encoding.position import parse_position
@@ -99,6 +99,15 @@ def test_without_a_compiled_evaluation_batches_go_through_python():
     assert limited.error is None and limited.compiled_lanes is None and limited.root.n == 300
 
 
+def outputs(entry, rows: int):
+    """Output buffers for `evaluate` (policy [rows, 1858], q, d, m), the policy pre-filled with the
+    entry's fixed row if it has one (its kernel writes none)."""
+    policy = np.zeros((rows, 1858), np.float32)
+    if entry.policy_row is not None:
+        policy[:] = entry.policy_row
+    return policy, np.zeros(rows, np.float32), np.zeros(rows, np.float32), np.zeros(rows, np.float32)
+
+
 @pytest.mark.parametrize("backend,options", [("random", ""), ("random", "seed=7"), ("random", "uniform=true"),
                                              ("trivial", "")])
 def test_the_compiled_dispatch_is_the_backends_evaluation(backend, options):
@@ -108,7 +117,7 @@ def test_the_compiled_dispatch_is_the_backends_evaluation(backend, options):
     planes = encode_positions(boards, b.net.input_format)
     want_out = b.evaluate(planes)
     entry = b.compiled_eval()
-    policy, q, d, m = new_outputs(entry, 8)
+    policy, q, d, m = outputs(entry, 8)
     masks = np.zeros((8, planes.masks.shape[1]), np.uint64)
     values = np.ones((8, planes.values.shape[1]), np.float32)
     masks[:3], values[:3] = planes.masks, planes.values

@@ -30,7 +30,7 @@ from . import trivial_tables as tt
 from .gpu_round_trip import NO_GRAPH, gather_policy, round_trip
 
 KIND_RANDOM, KIND_TRIVIAL, KIND_GPU = 1, 2, 3
-__all__ = ["NO_GRAPH", "CompiledEval", "evaluate", "new_outputs", "every_index", "KIND_RANDOM", "KIND_TRIVIAL",
+__all__ = ["NO_GRAPH", "CompiledEval", "evaluate", "every_index", "KIND_RANDOM", "KIND_TRIVIAL",
            "KIND_GPU"]
 # ints: KIND_RANDOM [seed, uniform]; words: KIND_RANDOM the policy indices' hashes (`policy_hashes`);
 # floats: KIND_TRIVIAL its tables, flat (TRIVIAL_*: offsets of the pieces', kings' and endgame kings' tables)
@@ -38,19 +38,10 @@ TRIVIAL_PIECES, TRIVIAL_KINGS, TRIVIAL_KINGS_ENDGAME, TRIVIAL_SIZE = 0, 5 * 64, 
 
 CompiledEval = namedtuple("CompiledEval", ["kind", "ints", "words", "floats", "policy_row", "has_mlh", "host"],
                           defaults=(False, None))
-# policy_row: the logits every position gets (written once into a caller's policy buffer, which the
-# kernel then leaves alone), or None: the kernel writes each position's policy;
+# policy_row: the logits every position gets (the kernel writes none: the search cycle copies a row's
+# legal moves' ones, search/core/cycle.py `policy_wanted`), or None: the kernel writes each position's;
 # has_mlh: the kernel writes moves left (m); host: the Python side of a KIND_GPU lane
 # (backends/gpu_lanes.py CompiledLane: enter, evaluate_eager, error), else None
-
-
-def new_outputs(entry: CompiledEval, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Output buffers (policy [rows, 1858], q, d, m; float32) for `evaluate` with `entry`."""
-    rows = max(1, int(rows))
-    policy = np.zeros((rows, POLICY_SIZE), np.float32)
-    if entry.policy_row is not None:
-        policy[:] = entry.policy_row
-    return policy, np.zeros(rows, np.float32), np.zeros(rows, np.float32), np.zeros(rows, np.float32)
 
 
 @jit

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers
 
+from test_compiled_cycle import outputs  # noqa: E402
 from test_shared_tree import _check_tree  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -42,7 +43,7 @@ def _boards():
 @pytest.mark.parametrize("backend", ["rocm", "rocm-fp16"])
 @pytest.mark.parametrize("name", NETS)
 def test_a_lane_evaluates_as_its_runner(gpu, backend, name):
-    from lc0_rocm.backends.compiled_eval import KIND_GPU, evaluate, every_index, new_outputs
+    from lc0_rocm.backends.compiled_eval import KIND_GPU, evaluate, every_index
     from lc0_rocm.backends.factory import create_backend
     from lc0_rocm.encoding.planes import encode_positions
 
@@ -59,7 +60,7 @@ def test_a_lane_evaluates_as_its_runner(gpu, backend, name):
         values = np.zeros((8, 112), np.float32)
         masks[:n], values[:n] = planes.masks, planes.values
         for k, e in enumerate(entries):
-            policy, q, d, m = new_outputs(e, 8)
+            policy, q, d, m = outputs(e, 8)
             want, nwant = every_index(8)
             st = evaluate(e.kind, e.ints, e.words, e.floats, masks, values, n, want, nwant, policy, q, d, m)
             assert st == 0  # the main runner captured size 5 in be.evaluate, the thread's own in its prepare
