@@ -51,6 +51,8 @@ from pathlib import Path
 import numba
 from numba.core import caching
 
+from .import_graph import imports_of, module_file
+
 PKG = Path(__file__).resolve().parent
 SEARCH_CORE = PKG / "search" / "core"  # the compiled search: one cache folder for all of it
 BOARD = PKG / "board"  # the compiled code below the search that it inlines (and analyse shares) ...
@@ -58,46 +60,14 @@ FASTMATH = PKG / "fastmath.py"  # ... cached in the search's folder, keyed with 
 COMPILED: list = []  # every @jit / @jit_alloc function, in import order
 
 
-def _module_file(name: str, pkg: Path):
-    """The file of module `name` ('' is the package) of the package in folder `pkg`, or None."""
-    p = pkg.joinpath(*name.split(".")) if name else pkg
-    if p.with_suffix(".py").is_file():
-        return p.with_suffix(".py")
-    return p / "__init__.py" if (p / "__init__.py").is_file() else None
-
-
-def _package_of(path: Path, pkg: Path):
-    """`pkg`-relative dotted name of the package `path` sits in (None: outside `pkg`)."""
-    try:
-        rel = path.parent.relative_to(pkg)
-    except ValueError:
-        return None
-    return ".".join(rel.parts)
-
-
 def _imported_files(path: Path, pkg: Path) -> set:
-    """The files of the lc0_rocm modules `path` imports (every import statement, function-level ones
-    included; a package's __init__ only where the package itself is imported)."""
-    package = _package_of(path, pkg)
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names |= {a.name[len("lc0_rocm."):] for a in node.names if a.name.startswith("lc0_rocm.")}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                if package is None:
-                    continue
-                base = package.split(".") if package else []
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            elif node.module == "lc0_rocm" or (node.module or "").startswith("lc0_rocm."):
-                target = node.module[len("lc0_rocm."):] if node.module != "lc0_rocm" else ""
-            else:
-                continue
-            for a in node.names:  # `from . import rules` imports a module, `from .tree import WIN` a name
-                sub = f"{target}.{a.name}" if target else a.name
-                names.add(sub if _module_file(sub, pkg) is not None else target)
-    return {f for f in (_module_file(n, pkg) for n in names) if f is not None}
+    """The files of the lc0_rocm modules `path` imports (`import_graph.imports_of`: every import
+    statement, function-level ones included); none for a file outside `pkg`."""
+    try:
+        names = imports_of(path, pkg)
+    except ValueError:  # not in the package
+        return set()
+    return {f for f in (module_file(n, pkg) for n in names) if f is not None}
 
 
 def closure(files, pkg: Path = PKG) -> list:

@@ -1,23 +1,26 @@
 """The package's layers only look down: every import between lc0_rocm's parts goes from a higher layer to
 a lower one (docs/design.md draws the same picture), and only the GPU backend reaches into lc0_rocm.gpu.
 
-Read from the source (ast, every import statement, function-level ones included), so it runs anywhere.
+Read from the source (lc0_rocm/import_graph.py, the resolver jit.py's cache key uses too: every import statement,
+function-level ones included), so it runs anywhere.
 A new module of lc0_rocm must be given its layer in LAYERS. No module imports itself back through others,
 in the same layer or not (test_no_import_circle)."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from lc0_rocm.import_graph import imports_in, imports_of, module_name
+
 PKG = Path(__file__).resolve().parent.parent / "lc0_rocm"
 
 # bottom (0) to top; a part may import parts of lower layers and its own part only
 LAYERS = {
+    "import_graph": -1,  # the import graph read from sources (this test's and jit.py's): imports nothing
     "errors": 0, "jit": 0, "ccall": 0, "activations": 0, "blas_threads": 0, "values": 0, "default_net": 0, "version": 0,
     "engine_options": 1,  # the option table, read by every layer above
     "encoding": 1,  # PackedPlanes, NetOutputs, policy map, position encoding: the I/O contract
@@ -45,46 +48,17 @@ EXCEPTIONS: set = set()  # none: every import looks down
 
 
 def _module_name(path: Path) -> str:
-    rel = path.relative_to(PKG).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__" and len(parts) > 1:
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def _is_module(name: str) -> bool:
-    p = PKG.joinpath(*name.split("."))
-    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+    return module_name(path, PKG)
 
 
 def _imports(path: Path) -> set[str]:
     """lc0_rocm-relative names of the modules `path` imports."""
-    return _imports_in(path.read_text(), _module_name(path), path.name == "__init__.py")
+    return imports_of(path, PKG)
 
 
 def _imports_in(source: str, mod: str, is_package: bool) -> set[str]:
-    """lc0_rocm-relative names of the modules that the source of module `mod` imports; the package itself
-    (`import lc0_rocm`, `from lc0_rocm import x`, `from . import x` at the top, `from .. import x` below
-    it, x not a module) is its `__init__`."""
-    package = mod if is_package else mod.rpartition(".")[0]
-    out = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            out |= {a.name[len("lc0_rocm."):] or "__init__" for a in node.names
-                    if a.name == "lc0_rocm" or a.name.startswith("lc0_rocm.")}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".") if package else []
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            elif node.module == "lc0_rocm" or (node.module or "").startswith("lc0_rocm."):
-                target = node.module[len("lc0_rocm."):] if node.module != "lc0_rocm" else ""
-            else:
-                continue
-            for a in node.names:  # `from . import activations` imports a module
-                sub = f"{target}.{a.name}" if target else a.name
-                out.add(sub if _is_module(sub) else target or "__init__")
-    return out
+    """`import_graph.imports_in` for the source of module `mod` (a package if `is_package`)."""
+    return imports_in(source, mod if is_package else mod.rpartition(".")[0], PKG)
 
 
 def _part(name: str) -> str:
