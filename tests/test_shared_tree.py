@@ -42,13 +42,13 @@ def _evaluator(options: str = "", **kw) -> LeafEvaluator:
     return ev
 
 
-def _search(ev, fen=None, nodes=4000, tree=None, limits=None, **params) -> Search:
+def _search(ev, fen=None, nodes=4000, tree=None, limits=None, has_wdl=True, has_mlh=False, **params) -> Search:
     h = parse_position(fen, [])
     tree = tree or NodeTree()
     tree.set_position(fen or "startpos", [], h.last)
     params.setdefault("smart_pruning_factor", 0)
     return Search(tree, h.board, h.first, ev, SearchParams(**params), limits or SearchLimits(nodes=nodes),
-                  has_wdl=True)
+                  has_wdl=has_wdl, has_mlh=has_mlh)
 
 
 def _check_tree(s: Search) -> None:

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helper
 
 from test_compiled_cycle import outputs  # noqa: E402
 from test_shared_tree import _check_tree  # noqa: E402
+from test_shared_tree import _search as _shared_search  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -106,18 +107,9 @@ def test_a_size_without_graphs_goes_the_eager_way_once(gpu):
 
 
 def _search(ev, fen, threads, nodes, minibatch=64):
-    from lc0_rocm.encoding.position import parse_position
-    from lc0_rocm.search.limits import SearchLimits
-    from lc0_rocm.search.params import SearchParams
-    from lc0_rocm.search.search import Search
-    from lc0_rocm.search.tree import NodeTree
-
-    h = parse_position(fen, [])
-    tree = NodeTree()
-    tree.set_position(fen or "startpos", [], h.last)
-    return Search(tree, h.board, h.first, ev, SearchParams(threads=threads, minibatch_size=minibatch,
-                                                         smart_pruning_factor=0),
-                  SearchLimits(nodes=nodes), has_wdl=ev.backend.net.has_wdl, has_mlh=ev.backend.net.has_moves_left)
+    net = ev.backend.net
+    return _shared_search(ev, fen, nodes=nodes, threads=threads, minibatch_size=minibatch, has_wdl=net.has_wdl,
+                          has_mlh=net.has_moves_left)
 
 
 @pytest.mark.parametrize("name", NETS[:2])

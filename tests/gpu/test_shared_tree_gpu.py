@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers
 
-from test_shared_tree import _check_tree  # noqa: E402
+from test_shared_tree import _check_tree, _search  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -22,24 +22,15 @@ KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1
 def test_threads_on_the_gpu(gpu, threads):
     from lc0_rocm.backends.factory import create_backend
     from lc0_rocm.default_net import default_net_path
-    from lc0_rocm.encoding.position import parse_position
     from lc0_rocm.net.loader import load_net
     from lc0_rocm.search.leaf_evaluator import LeafEvaluator
-    from lc0_rocm.search.limits import SearchLimits
-    from lc0_rocm.search.params import SearchParams
-    from lc0_rocm.search.search import Search
-    from lc0_rocm.search.tree import NodeTree
 
     net = load_net(default_net_path())
     ev = LeafEvaluator(create_backend("rocm-fp16", net), net.input_format)
     try:
         for fen in (None, KIWIPETE):
-            h = parse_position(fen, [])
-            tree = NodeTree()
-            tree.set_position(fen or "startpos", [], h.last)
-            s = Search(tree, h.board, h.first, ev, SearchParams(threads=threads, minibatch_size=64,
-                                                               smart_pruning_factor=0),
-                       SearchLimits(nodes=3000), has_wdl=net.has_wdl, has_mlh=net.has_moves_left)
+            s = _search(ev, fen, nodes=3000, threads=threads, minibatch_size=64, has_wdl=net.has_wdl,
+                        has_mlh=net.has_moves_left)
             s.run()
             assert s.error is None, s.error
             assert len(s._lanes) == (threads if threads > 1 else 0)
