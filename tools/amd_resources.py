@@ -45,7 +45,8 @@ MAX_MHA_DEPTH = 64
 # conv.hip: once per activation a classical tower can have, -DCONV_ACT=<LC0_ACT_* code> of none, relu and
 # mish (lc0_rocm/gpu/nn/kernels.py CONV_ACTS)
 DEFINE_VARIANTS: dict[str, tuple] = {"attention.hip": ("MHA_DEPTH", range(1, MAX_MHA_DEPTH + 1)),
-                                 "conv.hip": ("CONV_ACT", (0, 1, 3))}
+                                 "conv.hip": ("CONV_ACT", (0, 1, 3)),
+                                 "conv_small.hip": ("CONV_ACT", (0, 1, 3))}
 
 
 def compile_variants(kernel_dir: Path = KERNEL_DIR) -> list[tuple[str, tuple[str, ...]]]:

@@ -26,6 +26,7 @@ from ...encoding.packed import NUM_PLANES
 from ...encoding.policy_map import CONV_POLICY_GATHER_SQUARE_MAJOR
 from ...net.description import ClassicalPolicyHead, Conv, ConvPolicyHead, ConvTower
 from ..runtime.memory import DeviceBuffer
+from .conv_small import SMALL_MAX_BATCH, SmallTowerGpu, small_tower_ok
 from .kernels import CONV_ACTS, WINOGRAD_SE_MAX_C
 from .layers import Context, Linear, SideStream, bias_or_zeros, pad_rows, pad_vec, round_up, split_input
 
@@ -206,11 +207,26 @@ class ConvTowerGpu:
         self.blocks = [ResidualBlockGpu(ctx, blk, tower.activation) for blk in tower.blocks]
         self.filters = self.input.n_out
         ctx.ws.request("planes", ctx.max_batch * 64 * NUM_PLANES)
+        self.small = None
+        if ctx.conv_plan in ("auto", "direct") and small_tower_ok(tower, ctx.ws.itemsize):
+            self.small = SmallTowerGpu(ctx, tower, min(ctx.max_batch, SMALL_MAX_BATCH))
 
-    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None) -> None:
+    def plans(self, n: int) -> list[str]:
+        """The ways this tower can run a batch of n (CONV_PLANS), the default first: `ctx.conv_plan` where it
+        applies, else every one that does ("auto": the network runner times them, network.py)."""
+        direct = self.small is not None and n <= self.small.max_batch
+        if self.ctx.conv_plan == "auto":
+            return ["fused", "direct"] if direct else ["fused"]
+        return [self.ctx.conv_plan] if self.ctx.conv_plan != "direct" or direct else ["fused"]
+
+    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None,
+                 plan: str = "fused") -> None:
         ws = self.ctx.ws
         masks, values = split_input(x, n)
         self.ctx.kernels.expand_planes(masks, values, ws["planes"], n, NUM_PLANES, stream=self.ctx.where(lane)[0])
+        if plan == "direct":
+            self.small(ws["planes"], y, n, lane)
+            return
         self.input.transform(ws["planes"], n, lane)
         self.input.multiply(n, lane)
         ready = bool(self.blocks) and self.input.feeds(self.blocks[0].conv1)

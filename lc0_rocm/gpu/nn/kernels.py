@@ -32,6 +32,28 @@ MHA_VARIANTS = ("auto", "simple", "t128")
 # DEFAULT_ACTIVATION), plus none for plain outputs
 CONV_ACTS = ("none", "relu", "mish")
 WINOGRAD_SE_MAX_C = 256  # conv.hip's winograd_out_se: one thread per channel, a block of at most 256
+CONV_SMALL_LDS = 64 * 1024  # conv_small.hip's LDS: a board's input channels, a weight chunk, SE scratch
+CONV_SMALL_THREADS = 256  # conv_small.hip: 64 squares x (output groups G x input-channel splits Q = 4)
+CONV_SMALL_R = 4  # conv_small.hip: output channels per thread (direct_filter's group)
+
+
+def conv_small_shape(n: int, C: int, O: int, H: int, itemsize: int) -> tuple[int, int, int, int, int]:
+    """conv_small.hip's launch for n boards, C inputs, O outputs, an SE unit of H (0: none):
+    (G output groups of 4 channels per block, Q input-channel splits, CK channels per weight chunk, wsz
+    floats of weight/scratch LDS, LDS bytes). One group per block with four splits while the grid is small
+    (at a few boards every thread sums a quarter of the channels), four groups once it fills the card; the
+    largest chunk (C, C/2, ...) that fits CONV_SMALL_LDS (ValueError if none does)."""
+    blocks = n * -(-max(O, 1) // CONV_SMALL_R)
+    G = 1 if blocks <= 512 else (2 if blocks <= 1024 else 4)
+    Q = CONV_SMALL_THREADS // 64 // G
+    for CK in (C, C // 2, C // 4, C // 8):
+        if CK < Q or CK % Q:
+            continue
+        wsz = -(-max(G * CK * 36, CONV_SMALL_THREADS * 4, H * C // 8) // 4) * 4
+        shared = (4 * C + wsz) * 4 + C * 65 * itemsize
+        if shared <= CONV_SMALL_LDS:
+            return G, Q, CK, wsz, shared
+    raise ValueError(f"conv_small: {C} channels do not fit {CONV_SMALL_LDS} bytes of LDS")
 
 
 def _aligned16(*bufs) -> bool:
@@ -209,11 +231,11 @@ class NnKernels:
 
     # ------------------------------------------------------------------ convolution tower
 
-    def _conv(self, name: str, act: str = "none"):
-        """A conv.hip kernel of the module compiled for activation `act` (CONV_ACT)."""
+    def _conv(self, name: str, act: str = "none", filename: str = "conv.hip"):
+        """A kernel of conv.hip (or conv_small.hip) from the module compiled for activation `act` (CONV_ACT)."""
         if act not in CONV_ACTS:
             raise ValueError(f"convolution activation {act!r}: the conv kernels know {', '.join(CONV_ACTS)}")
-        return self._k("conv.hip", name, (f"-DCONV_ACT={act_code(act)}",))
+        return self._k(filename, name, (f"-DCONV_ACT={act_code(act)}",))
 
     def _wide(self, name: str, wide: bool) -> tuple[str, int]:
         """(kernel name, bytes per V / M element): `wide` keeps V resp. M in fp32 in an fp16 network."""
@@ -267,6 +289,36 @@ class NnKernels:
         self._conv("winograd_out_se", act).launch(
             n, threads, (M, np.int32(ldm), bias, skip, y, _p(vnext), w1, b1, w2t, b2, np.int32(C), np.int32(H)),
             shared=(C + H) * 4, stream=stream)
+
+    def conv_small(self, x, ldx: int, C: int, W, bias, y, ldy: int, O: int, n: int, act: str, out_act: bool,
+                   z=None, skip=None, xout=None, se=None, stream=None):
+        """A direct 3x3 convolution of n boards (conv_small.hip): y [n*64, ldy] columns 0..O-1 <- act?(bias +
+        W * u), u the input: x [n*64, ldx] channels 0..C-1, or with z the previous block's end act(SE(z) * z +
+        skip) (se = (w1, b1, w2t, b2, H) fp32 buffers or None), also written to xout. W: fp32 `direct_filter`
+        groups, bias fp32 [O]. O = 0: the block end alone. The launch shape is `conv_small_shape`'s."""
+        if C % 8 or ldx % 8 or (z is None) != (skip is None) or (x is None) == (z is None):
+            raise ValueError(f"conv_small: C = {C}, ldx = {ldx} (multiples of 8), either x or both z and skip")
+        w1 = b1 = w2t = b2 = None
+        H = 0
+        if se is not None:
+            w1, b1, w2t, b2, H = se
+            if not 0 < H <= 2 * C or (H * C) % 8:
+                raise ValueError(f"conv_small: SE width {H} for {C} channels")
+        ngrp = -(-O // CONV_SMALL_R)
+        for what, buf, count, size in (("x", x, n * 64 * ldx, None), ("z", z, n * 64 * C, None),
+                                       ("skip", skip, n * 64 * C, None), ("xout", xout, n * 64 * C, None),
+                                       ("w1", w1, H * C, 4), ("b1", b1, H, 4), ("w2t", w2t, 2 * H * C, 4),
+                                       ("b2", b2, 2 * C, 4), ("W", W, ngrp * C * 9 * CONV_SMALL_R, 4),
+                                       ("bias", bias, O, 4), ("y", y, n * 64 * ldy if O else 0, None)):
+            self._need(what, buf, count, size)
+        G, Q, CK, wsz, shared = conv_small_shape(n, C, O, H, self.size)
+        gy = -(-ngrp // G) if O else max(1, min(C // 8, 16))
+        self._conv("conv_small", act, "conv_small.hip").launch(
+            (n, gy), CONV_SMALL_THREADS,
+            (_p(x), np.int32(ldx), np.int32(C), _p(z), _p(skip), _p(xout), _p(w1), _p(b1), _p(w2t), _p(b2),
+             np.int32(H), _p(W), _p(bias), _p(y), np.int32(ldy), np.int32(O), np.int32(int(out_act)),
+             np.int32(Q), np.int32(CK), np.int32(wsz)),
+            shared=shared, stream=stream)
 
     def residual(self, z, skip, out, n: int, C: int, act: str, se=None, stream=None):
         """out = act(sigmoid(se[:, :C]) * z + se[:, C:] + skip), or act(z + skip) without se."""

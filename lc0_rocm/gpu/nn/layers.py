@@ -36,6 +36,9 @@ from .kernels import NnKernels, bias_act
 
 # activations hipBLASLt applies in the GEMM epilogue; the others run as a separate bias_act pass
 EPILOGUE_ACTS = ("none", "relu")
+# how a classical tower runs a batch (conv.py ConvTowerGpu.plans): "fused" Winograd with the SE unit in the
+# output transform, "direct" conv_small.hip at small batches; "auto" times them per batch size (network.py)
+CONV_PLANS = ("auto", "fused", "direct")
 ALIGN_ELEMS = 8  # pad GEMM widths to this many elements (16 bytes of fp16): hipBLASLt's fast paths want it
 
 
@@ -92,6 +95,7 @@ class Context:
     side: Optional["SideStream"] = None  # a second stream for independent branches (smolgen)
     side_max_batch: int = 64  # above this the branches compete for the whole GPU: run them in line
     conv_fuse_se: bool = True  # SE blocks end in one winograd_out_se kernel (conv.py), where the width allows
+    conv_plan: str = "auto"  # how a classical tower runs (CONV_PLANS; conv.py ConvTowerGpu.plans)
 
     @property
     def np_dtype(self):

@@ -46,18 +46,22 @@ from ..runtime.dtypes import storage_type
 from ..runtime.gemm import WORKSPACE_BYTES, Gemm
 from ..runtime.hiperr import GpuError, check, hip_module
 from ..runtime.memory import DeviceBuffer, PinnedBuffer
-from ..runtime.stream import Event, Graph, Stream
+from ..runtime.stream import Event, Graph, Stream, time_ms
 from .attention import AttentionBodyGpu, AttentionPolicyGpu
 from .conv import ClassicalPolicyGpu, ConvPolicyGpu, ConvTowerGpu
 from .heads import HeadsGpu
 from .kernels import NnKernels
-from .layers import Context, SideStream, Workspace
+from .layers import CONV_PLANS, Context, SideStream, Workspace
 
 log = logging.getLogger(__name__)
 IN_BYTES = NUM_PLANES * (8 + 4)  # per position: 112 uint64 masks, then (after all masks) 112 float32 values
 POLICY_BYTES = POLICY_SIZE * 4
 HEADS_BYTES = 5 * 4
 OUT_BYTES = POLICY_BYTES + HEADS_BYTES
+# the tower plan timed fastest per (device, dtype, tower shape, batch size), shared by every runner of
+# the process (a search thread's runner, each GPU's) so that they time once and all compute alike
+_TOWER_PLAN_CHOICE: dict[tuple, str] = {}
+_TOWER_PLAN_LOCK = threading.Lock()
 
 
 class _Slot:
@@ -151,10 +155,12 @@ class GpuNetwork:
     def __init__(self, net: NetDescription, device, dtype: str = "f16", max_batch: int = 1024,
                  gemm: Gemm | None = None, graphs: bool = True, mha_variant: str = "auto",
                  vector_ln: bool = True, side_stream: bool = True, gemm_tune: bool = True, buckets: bool = True,
-                 conv_fuse_se: bool = True):
+                 conv_fuse_se: bool = True, conv_plan: str = "auto"):
         itemsize = storage_type(dtype).itemsize
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        if conv_plan not in CONV_PLANS:
+            raise ValueError(f"conv_plan must be one of {', '.join(CONV_PLANS)}, got {conv_plan!r}")
         self.net, self.device, self.dtype, self.max_batch = net, device, dtype, int(max_batch)
         self.use_graphs = bool(graphs)
         self.graph_error: str | None = None
@@ -167,7 +173,8 @@ class GpuNetwork:
         ws = Workspace(device, itemsize)
         self.ctx = Context(device, dtype, gemm or Gemm(device, tune=gemm_tune),
                            NnKernels(device, dtype, mha_variant, vector_ln), stream, self.max_batch, ws)
-        self.ctx.conv_fuse_se = bool(conv_fuse_se)
+        self.ctx.conv_fuse_se, self.ctx.conv_plan = bool(conv_fuse_se), conv_plan
+        self.tower_plans: dict[int, str] = {}  # batch size -> the tower plan its graph runs (timed at capture)
         self._multi_device = device_count() > 1  # make the device current before each enqueue
         if side_stream and net.body is not None and any(e.mha.smolgen is not None for e in net.body.encoders):
             self.ctx.side = SideStream(device, self.ctx.gemm.workspace.nbytes if gemm else WORKSPACE_BYTES)
@@ -222,12 +229,21 @@ class GpuNetwork:
 
     # ------------------------------------------------------------------ the forward pass, in two parts
 
-    def _part_a(self, n: int) -> None:
+    def _tower_plan(self, n: int) -> str:
+        """The plan the tower runs a batch of n with: the timed choice, else the default (eager runs)."""
+        return self.tower_plans.get(n) or self.tower.plans(n)[0]
+
+    def _plan_key(self, n: int) -> tuple:
+        t = self.net.tower
+        shape = (t.input.n_out, len(t.blocks), tuple(b.se is not None for b in t.blocks), t.activation)
+        return (self.device.name, self.device.arch_full, self.dtype, shape, n)
+
+    def _part_a(self, n: int, plan: str | None = None) -> None:
         """Workspace input -> tower and/or body -> policy logits (float32) in workspace `policy`."""
         ws = self.ctx.ws
         x = ws["input"]
         if self.tower is not None:
-            self.tower(ws["input"], ws["tower"], n)
+            self.tower(ws["input"], ws["tower"], n, plan=plan or self._tower_plan(n))
             x = ws["tower"]
         if self.body is not None:
             self.body(ws["tower"] if self.body.body.embedding == "tower" else ws["input"], ws["x"], n)
@@ -248,6 +264,9 @@ class GpuNetwork:
         if graphs is not None:
             graphs[0].launch(ctx.stream)
         else:
+            if self.use_graphs:  # each plan's first run (GEMM plans, kernels) before the capture times them
+                for plan in self._untimed_plans(n)[1:]:
+                    self._part_a(n, plan)
             self._part_a(n)
         check(self._d2d(slot.dev_out.ptr, ws["policy"].ptr, n * POLICY_BYTES, s)[0], "hipMemcpyDtoDAsync")
         check(self._record(slot.ev_pol.handle, s)[0], "hipEventRecord")
@@ -267,12 +286,43 @@ class GpuNetwork:
                 self.use_graphs = False
                 log.warning("graph capture failed (%s); running without graphs", e)
 
+    def _untimed_plans(self, n: int) -> list[str]:
+        """The tower plans still to time for batches of n (none if there is no choice or it is made)."""
+        if self.tower is None or n in self.tower_plans:
+            return []
+        plans = self.tower.plans(n)
+        if len(plans) > 1:
+            with _TOWER_PLAN_LOCK:
+                chosen = _TOWER_PLAN_CHOICE.get(self._plan_key(n))
+            if chosen is None:
+                return plans
+            self.tower_plans[n] = chosen
+        else:
+            self.tower_plans[n] = plans[0]
+        return []
+
     def _capture(self, n: int, with_mlh: bool) -> None:
         ctx = self.ctx
         saved = ctx.stream
         ctx.stream = self._capture_stream
         try:
-            ga = Graph.capture(self._capture_stream, lambda: self._part_a(n))
+            plans = self._untimed_plans(n)
+            if plans:  # capture each, keep the fastest (the measurement that picks the kernels per size)
+                timed = []
+                for plan in plans:
+                    g = Graph.capture(self._capture_stream, lambda: self._part_a(n, plan))
+                    timed.append((time_ms(lambda: g.launch(self._capture_stream), self._capture_stream,
+                                          repeat=15, warmup=2), plan, g))
+                timed.sort(key=lambda t: t[0])
+                for _, _, g in timed[1:]:
+                    g.close()
+                _, best, ga = timed[0]
+                self.tower_plans[n] = best
+                with _TOWER_PLAN_LOCK:
+                    _TOWER_PLAN_CHOICE.setdefault(self._plan_key(n), best)
+                log.debug("tower plans at batch %d: %s", n, ", ".join(f"{p} {ms:.3f} ms" for ms, p, _ in timed))
+            else:
+                ga = Graph.capture(self._capture_stream, lambda: self._part_a(n))
             gb = Graph.capture(self._capture_stream, lambda: self._part_b(n, with_mlh))
         finally:
             ctx.stream = saved
