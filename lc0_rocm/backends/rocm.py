@@ -25,7 +25,8 @@ outside `lc0_rocm.gpu` that import it. Backend options (lc0 style, "key=value,..
   where widths allow); `side_stream` (true/false, default true: smolgen runs on a second stream beside
   Q|K|V at batches of at most 64); `gemm_tune` (true/false, default true: time the hipBLASLt
   heuristic's candidates once per shape and keep the fastest, cached on disk per device; false takes the
-  heuristic's first choice; LC0_ROCM_GEMM_TUNE=0 also turns it off).
+  heuristic's first choice; LC0_ROCM_GEMM_TUNE=0 also turns it off); `conv_se_plan` (fused or split,
+  default fused: how a classical tower's SE blocks end, lc0_rocm/gpu/nn/conv.py).
 Besides `evaluate`, the backend has an asynchronous pair for a search that keeps batches in flight:
 `submit(planes) -> GpuBatch` (queues the batch, in passes of at most `max_batch` positions, and returns
 at once) and `collect(batch) -> NetOutputs` (waits for it, holding no lock); `evaluate` =
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 from ..encoding.outputs import NetOutputs
 from ..encoding.packed import PackedPlanes
 from ..errors import BackendError, GpuOutOfMemoryError, Lc0RocmError
-from ..gpu.nn.kernels import MHA_VARIANTS
+from ..gpu.nn.kernels import CONV_SE_PLANS, MHA_VARIANTS
 from ..net.description import NetDescription
 from .base import Backend
 from .options import bool_option, choice_option, gpu_list, int_option
@@ -111,6 +112,7 @@ class RocmBackend(Backend):
         parallel_start = bool_option(opts, "parallel_start", True)
         early_start = bool_option(opts, "early_start", False)
         attention = choice_option(opts, "attention", MHA_VARIANTS, "auto")
+        conv_se_plan = choice_option(opts, "conv_se_plan", CONV_SE_PLANS, "fused")
         self.network = None
         self._lock = threading.Lock()  # guards close() against a concurrent start of an evaluation
         self._lane_runners: dict = {}  # search thread k -> the runner built for it (k past the network's own)
@@ -129,7 +131,7 @@ class RocmBackend(Backend):
             self.name = "rocm-fp16" if precision == "fp16" else "rocm"
             dtype = "f16" if precision == "fp16" else "f32"
             kw = dict(graphs=graphs, mha_variant=attention, vector_ln=vector_ln, side_stream=side_stream,
-                      gemm_tune=gemm_tune, buckets=buckets)
+                      gemm_tune=gemm_tune, buckets=buckets, conv_se_plan=conv_se_plan)
             self._devices, self._dtype, self._kw = devices, dtype, kw
             if len(devices) == 1:
                 self.network = GpuNetwork(net, self.device, dtype, self._max_batch, **kw)

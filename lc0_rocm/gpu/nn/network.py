@@ -50,7 +50,7 @@ from ..runtime.stream import Event, Graph, Stream
 from .attention import AttentionBodyGpu, AttentionPolicyGpu
 from .conv import ClassicalPolicyGpu, ConvPolicyGpu, ConvTowerGpu
 from .heads import HeadsGpu
-from .kernels import NnKernels
+from .kernels import CONV_SE_PLANS, NnKernels
 from .layers import Context, SideStream, Workspace
 
 log = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ class GpuNetwork:
     def __init__(self, net: NetDescription, device, dtype: str = "f16", max_batch: int = 1024,
                  gemm: Gemm | None = None, graphs: bool = True, mha_variant: str = "auto",
                  vector_ln: bool = True, side_stream: bool = True, gemm_tune: bool = True, buckets: bool = True,
-                 conv_fuse_se: bool = True):
+                 conv_fuse_se: bool = True, conv_se_plan: str = "fused"):
         itemsize = storage_type(dtype).itemsize
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -168,6 +168,9 @@ class GpuNetwork:
         self.ctx = Context(device, dtype, gemm or Gemm(device, tune=gemm_tune),
                            NnKernels(device, dtype, mha_variant, vector_ln), stream, self.max_batch, ws)
         self.ctx.conv_fuse_se = bool(conv_fuse_se)
+        if conv_se_plan not in CONV_SE_PLANS:
+            raise ValueError(f"conv_se_plan {conv_se_plan!r}: expected one of {', '.join(CONV_SE_PLANS)}")
+        self.conv_se_plan = conv_se_plan  # how a classical tower's SE blocks end (conv.py)
         self._multi_device = device_count() > 1  # make the device current before each enqueue
         if side_stream and net.body is not None and any(e.mha.smolgen is not None for e in net.body.encoders):
             self.ctx.side = SideStream(device, self.ctx.gemm.workspace.nbytes if gemm else WORKSPACE_BYTES)
@@ -227,7 +230,7 @@ class GpuNetwork:
         ws = self.ctx.ws
         x = ws["input"]
         if self.tower is not None:
-            self.tower(ws["input"], ws["tower"], n)
+            self.tower(ws["input"], ws["tower"], n, plan=self.conv_se_plan)
             x = ws["tower"]
         if self.body is not None:
             self.body(ws["tower"] if self.body.body.embedding == "tower" else ws["input"], ws["x"], n)
