@@ -92,7 +92,8 @@ def test_split_se_plan_matches_reference(gpu, shape, overrides, dtype):
                     assert diff <= FP32_ATOL, f"{what}: {name} max |Δ| {diff:.2e}"
                 continue
             c = compare(want, out, legal[:n])
-            summary = f"{what}: top1 {c.top1:.4f}, |ΔQ| max {c.max_abs['Q']:.4g} mean {c.mean_abs['Q']:.4g}, NaN {c.nan}"
+            summary = (f"{what}: top1 {c.top1:.4f}, |ΔQ| max {c.max_abs['Q']:.4g} mean {c.mean_abs['Q']:.4g}, "
+                       f"NaN {c.nan}")
             with_top1 = n >= 64  # one or seven positions: a single near tie would decide the fraction
             assert c.nan == 0 and (c.top1 >= 0.99 or not with_top1), summary
             assert c.mean_abs["Q"] <= 0.005 and c.max_abs["Q"] <= 0.03, summary
