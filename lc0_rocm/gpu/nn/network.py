@@ -155,6 +155,8 @@ class GpuNetwork:
         itemsize = storage_type(dtype).itemsize
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        if conv_se_plan not in CONV_SE_PLANS:
+            raise ValueError(f"conv_se_plan {conv_se_plan!r}: expected one of {', '.join(CONV_SE_PLANS)}")
         self.net, self.device, self.dtype, self.max_batch = net, device, dtype, int(max_batch)
         self.use_graphs = bool(graphs)
         self.graph_error: str | None = None
@@ -168,8 +170,6 @@ class GpuNetwork:
         self.ctx = Context(device, dtype, gemm or Gemm(device, tune=gemm_tune),
                            NnKernels(device, dtype, mha_variant, vector_ln), stream, self.max_batch, ws)
         self.ctx.conv_fuse_se = bool(conv_fuse_se)
-        if conv_se_plan not in CONV_SE_PLANS:
-            raise ValueError(f"conv_se_plan {conv_se_plan!r}: expected one of {', '.join(CONV_SE_PLANS)}")
         self.conv_se_plan = conv_se_plan  # how a classical tower's SE blocks end (conv.py)
         self._multi_device = device_count() > 1  # make the device current before each enqueue
         if side_stream and net.body is not None and any(e.mha.smolgen is not None for e in net.body.encoders):
