@@ -16,7 +16,9 @@ Rounding points (`ROUNDINGS`), in the order of the forward pass:
 `Fp16Path.convs` limits the convolution points (filters, wino_v, wino_m) to some convolutions, and
 `Fp16Path.input_conv` sets them apart for the input convolution (empty: fp32, as the GPU runs it now).
 The SE unit is the fused one (`winograd_out_se`, up to 256 filters: pooling and both dense layers in fp32
-registers); the unfused path of wider towers (pooled and SE outputs stored) is not modelled.
+registers) or, with `Fp16Path.se = "split"`, the split plan of big batches (and of wider towers): conv2's
+output z, the pooled means, the SE hidden layer and the SE output stored (rounded with `tower`), the
+block end computed in fp32 from them (`winograd_in_se`).
 
 `conv="direct"` replaces each Winograd convolution by a direct one whose output is stored in fp16 (the
 conv output rounded like a GEMM's: after bias and activation), for comparison.
@@ -47,6 +49,7 @@ class Fp16Path:
     # filters / wino_v / wino_m round; None: all
     input_conv: Optional[frozenset] = None  # which of filters / wino_v / wino_m round in the input
     # convolution (None: as in the others)
+    se: str = "fused"  # how SE blocks end: "fused" (winograd_out_se) or "split" (conv.py's plan)
 
     def without(self, *points: str) -> "Fp16Path":
         unknown = set(points) - set(ROUNDINGS)
@@ -153,11 +156,13 @@ class Twin:
                 z = _r(z, True)
             if blk.se is not None:
                 f = z.shape[-1]
-                s = z.mean(axis=1)
+                split = on["tower"] and self.path.se == "split"  # z, pooled, hidden and SE output stored
+                s = _r(z.mean(axis=1), split)
+                z = _r(z, split)
                 w1, b1 = _r(blk.se.fc1.w, on["weights"]), _r(_bias(blk.se.fc1), on["weights"])
                 w2, b2 = _r(blk.se.fc2.w, on["weights"]), _r(_bias(blk.se.fc2), on["weights"])
-                hid = activations.apply(act, s @ w1.T + b1)
-                tt = hid @ w2.T + b2
+                hid = _r(activations.apply(act, s @ w1.T + b1), split)
+                tt = _r(hid @ w2.T + b2, split)
                 z = activations.sigmoid(tt[:, :f])[:, None, :] * z + tt[:, None, f:]
             v = activations.apply(act, z + y)
             y = _r(v, on["tower"])

@@ -89,6 +89,12 @@ def test_no_gpu_is_a_one_line_backend_error():
         rocm.RocmBackend(net, "fp8")
 
 
+def test_conv_plan_option_is_checked_before_the_gpu_starts():
+    net = load_net(WEIGHTS_DIR / "se-classical-small.pb.gz")
+    with pytest.raises(BackendError, match="conv_plan='sideways': expected one of auto, fused, split, direct"):
+        rocm.RocmBackend(net, "fp16", {"conv_plan": "sideways"})
+
+
 @pytest.mark.parametrize("n,parts,want", [
     (1, 2, [1]), (2, 2, [1, 1]), (3, 2, [2, 1]), (1024, 2, [512, 512]), (7, 3, [3, 2, 2]), (2, 4, [1, 1]),
 ])

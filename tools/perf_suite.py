@@ -429,10 +429,12 @@ def profile(name, net, n: int, baseline: bool, base_opts: str = "") -> dict:
     planes = replicate(startpos(net), n)
     from lc0_rocm.backends.options import bool_option, choice_option, parse_backend_options
     from lc0_rocm.gpu.nn.kernels import MHA_VARIANTS
+    from lc0_rocm.gpu.nn.layers import CONV_PLANS
 
     o = parse_backend_options(base_opts)
     kw_new = dict(mha_variant=choice_option(o, "attention", MHA_VARIANTS, "auto"),
-                  vector_ln=bool_option(o, "vector_ln", True))
+                  vector_ln=bool_option(o, "vector_ln", True),
+                  conv_plan=choice_option(o, "conv_plan", CONV_PLANS, "auto"))
     configs = [("new", kw_new)]
     if baseline:
         configs.append(("old kernels", dict(mha_variant="simple", vector_ln=False, side_stream=False)))

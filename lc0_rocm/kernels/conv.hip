@@ -41,6 +41,15 @@
 //   One block per board, one thread per channel: blockDim.x = C rounded up to a multiple of 64,
 //   C <= 256; dynamic shared memory (C + H) floats. Launch: grid n.
 //
+// winograd_in_se_{f32,f16}(z, skip, se, y, V, n, C, Kp)
+//   The SE residual block's end for big batches, fused into the next convolution's input transform (the
+//   "split" SE path: conv2's winograd_out wrote z = A^T M A + bias and pooled it, the two SE dense layers
+//   ran as GEMMs over all boards into se): v = act(sigmoid(se[b, c]) * z + se[b, C + c] + skip), or
+//   act(z + skip) for a null se; y [n*64, C] <- v (y may be null, may alias skip: each thread reads its own
+//   elements before it writes them); V [36, 4n, Kp] <- the input transform of v (channels C..Kp-1 get 0).
+//   z, skip [n*64, C]; se [n, 2C]. One thread per (b, c < Kp). Launch: 1-D, block 256, grid
+//   ceil(n*Kp / 256).
+//
 // residual_{f32,f16}(z, skip, se, out, n, C)
 //   out = act(gamma * z + beta + skip) with gamma = sigmoid(se[b, c]), beta = se[b, C + c] when se
 //   ([n, 2C], the SE unit's second dense output, bias included) is non-null, else act(z + skip).
@@ -220,6 +229,35 @@ __device__ void winograd_out_se_impl(const T* M, int ldm, const T* bias, const T
 }
 
 template <typename T>
+__device__ void winograd_in_se_impl(const T* z, const T* skip, const T* se, T* y, T* V, int n, int C, int Kp) {
+    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long long)n * Kp) return;
+    const int b = (int)(idx / Kp), c = (int)(idx % Kp);
+    float v[64];
+    if (c < C) {
+        float gamma = 1.0f, beta = 0.0f;
+        if (se != nullptr) {
+            gamma = lc0_activate<LC0_ACT_SIGMOID>(lc0_load(se + ((long long)b * 2 * C + c)));
+            beta = lc0_load(se + ((long long)b * 2 * C + C + c));
+        }
+        const long long at0 = (long long)b * 64 * C + c;
+#pragma unroll
+        for (int s = 0; s < 64; ++s) {
+            const long long at = at0 + (long long)s * C;
+            v[s] = lc0_activate<CONV_ACT>(gamma * lc0_load(z + at) + beta + lc0_load(skip + at));
+        }
+        if (y != nullptr) {
+#pragma unroll
+            for (int s = 0; s < 64; ++s) lc0_store(y + (at0 + (long long)s * C), v[s]);
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < 64; ++s) v[s] = 0.0f;
+    }
+    wino_in_board(v, V + ((long long)b * 4 * Kp + c), 4LL * n * Kp, (long long)Kp);
+}
+
+template <typename T>
 __device__ void residual_impl(const T* z, const T* skip, const T* se, T* out, int n, int C) {
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long long)n * 64 * C) return;
@@ -245,6 +283,10 @@ __device__ void residual_impl(const T* z, const T* skip, const T* se, T* out, in
         const T* M, int ldm, const T* bias, const T* skip, T* y, T* Vn, const T* w1, const T* b1, const T* w2t, \
         const T* b2, int C, int H) {                                                                         \
         winograd_out_se_impl<T>(M, ldm, bias, skip, y, Vn, w1, b1, w2t, b2, C, H);                           \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(256) winograd_in_se##sfx(                                   \
+        const T* z, const T* skip, const T* se, T* y, T* V, int n, int C, int Kp) {                          \
+        winograd_in_se_impl<T>(z, skip, se, y, V, n, C, Kp);                                                 \
     }                                                                                                        \
     extern "C" __global__ void residual##sfx(const T* z, const T* skip, const T* se, T* out, int n, int C) { \
         residual_impl<T>(z, skip, se, out, n, C);                                                            \

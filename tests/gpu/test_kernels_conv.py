@@ -1,7 +1,7 @@
 """Residual-tower kernels vs their float64 twins: the Winograd F(4x4, 3x3) convolution (input transform,
 strided-batched GEMM, output transform) against a direct convolution, the output transform's fusions
-(bias, skip, activation, SE pooling, the next input transform), the fused SE block end and the
-residual kernel of the wide-SE path.
+(bias, skip, activation, SE pooling, the next input transform), the fused SE block end, the split SE
+block end's input transform (`winograd_in_se`) and the residual kernel.
 
 Errors are ‖gpu − ref‖ / ‖ref‖ over the whole output: ≤ 1e-5 for fp32 storage, ≤ 1e-2 for fp16 (the
 transformed tiles are rounded to fp16 between the steps, as in lc0: about 4e-3 on random data, measured
@@ -155,3 +155,37 @@ def test_residual(gpu, dtype, n, act, with_se):
     rtol, atol = TOL[dtype]
     assert_close(d.get(sd, (n * 64, C)), twin.residual(z, skip, n, C, act, se), rtol, atol,
                  f"residual {act} se={with_se} {dtype} n={n}")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("n", BATCHES)
+@pytest.mark.parametrize("C,Kp,act,with_se", [(64, 64, "relu", True), (256, 256, "mish", True),
+                                              (36, 40, "relu", True), (64, 64, "mish", False)])
+def test_winograd_in_se(gpu, dtype, n, C, Kp, act, with_se):
+    """The split SE block end: y = act(sigmoid(se[:C]) * z + se[C:] + skip) in place on skip (as the tower
+    calls it), V = the input transform of y (pad channels C..Kp-1 zero); a null se means act(z + skip)."""
+    d = Dev(gpu, dtype)
+    rng = np.random.default_rng()
+    z, skip = d.rand(rng, (n * 64, C)), d.rand(rng, (n * 64, C))
+    se = d.rand(rng, (n, 2 * C), 2.0) if with_se else None
+    sk, V = d.put(skip), d.nan(36 * 4 * n * Kp)
+    d.k.winograd_in_se(d.put(z), sk, d.put(se) if with_se else None, sk, V, n, C, act, Kp=Kp)
+    y = twin.residual(z, skip, n, C, act, se)
+    rtol, atol = TOL[dtype]
+    what = f"winograd_in_se {act} se={with_se} {dtype} n={n} C={C}"
+    assert_close(d.get(sk, (n * 64, C)), y, rtol, atol, what)
+    _check(d.get(V, (36, 4 * n, Kp)), twin.winograd_in(y, n, C, Kp), dtype, f"{what}: V")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_winograd_in_se_without_y(gpu, dtype):
+    """y None: only the transform is written (skip left as it was)."""
+    d = Dev(gpu, dtype)
+    rng = np.random.default_rng()
+    n, C = 7, 64
+    z, skip, se = d.rand(rng, (n * 64, C)), d.rand(rng, (n * 64, C)), d.rand(rng, (n, 2 * C), 2.0)
+    sk, V = d.put(skip), d.nan(36 * 4 * n * C)
+    d.k.winograd_in_se(d.put(z), sk, d.put(se), None, V, n, C, "relu")
+    assert np.array_equal(d.get(sk, (n * 64, C)), skip), "winograd_in_se wrote skip without y"
+    y = twin.residual(z, skip, n, C, "relu", se)
+    _check(d.get(V, (36, 4 * n, C)), twin.winograd_in(y, n, C, C), dtype, f"winograd_in_se y=None {dtype}: V")

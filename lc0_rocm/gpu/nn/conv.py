@@ -6,10 +6,12 @@ bias, the SE unit, the residual add and the activation fused); a 1x1 convolution
 
 An output transform also writes the next convolution's input transform when it has the whole channel
 in hand (conv1 -> conv2 of a block, a block's output -> the next block's conv1), so the intermediate
-activation of a block is never stored. The SE unit of a block runs inside the output transform
-(`winograd_out_se`, one block of threads per board) up to WINOGRAD_SE_MAX_C filters; wider towers (or
-`Context.conv_fuse_se = False`) pool in the output transform, run the two SE dense layers as GEMMs and
-finish with the `residual` kernel.
+activation of a block is never stored. An SE block ends one of two ways, chosen per call (`plan`):
+"fused", the SE unit inside the output transform (`winograd_out_se`, one block of threads per board, up
+to WINOGRAD_SE_MAX_C filters), or "split", for big batches: conv2's output transform writes z and pools
+it, the two SE dense layers run as GEMMs over all boards, and the scale, shift, residual and activation
+run in the next convolution's input transform (`winograd_in_se`; the `residual` kernel after the last
+block). Towers wider than WINOGRAD_SE_MAX_C (or `Context.conv_fuse_se = False`) always split.
 
 Activations are square-major ([n*64, C], like the attention body), so the tower output feeds an
 attention body or the heads directly. Workspace buffers used: planes, wino_v, wino_m, t1, t2, se_pool,
@@ -29,6 +31,8 @@ from ..runtime.memory import DeviceBuffer
 from .conv_small import SMALL_MAX_BATCH, SmallTowerGpu, small_tower_ok
 from .kernels import CONV_ACTS, WINOGRAD_SE_MAX_C
 from .layers import Context, Linear, SideStream, bias_or_zeros, pad_rows, pad_vec, round_up, split_input
+
+SPLIT_MIN_BATCH = 128  # "auto" times the split SE end from this many boards
 
 # Winograd F(4x4, 3x3) (Lavin & Gray's Toom-Cook construction): for a 6x6 input patch d and a 3x3 filter g,
 # the 4x4 cross-correlation is A^T [(G g G^T) * (B^T d B)] A. The points 0, 1, -1, 1/2, -2 and infinity round
@@ -155,17 +159,18 @@ class ResidualBlockGpu:
                 self.H = fc1.n_out
                 self.se_fused = (ctx.upload(fc1.w), ctx.upload(bias_or_zeros(fc1)),
                                  ctx.upload(np.ascontiguousarray(fc2.w.T)), ctx.upload(bias_or_zeros(fc2)))
-            else:
-                self.se = (Linear(ctx, fc1.w, fc1.b, act=act, rows=1), Linear(ctx, fc2.w, fc2.b, rows=1))
-                ctx.ws.request("t2", b * 64 * self.F)
-                ctx.ws.request("se_pool", b * self.F)
-                ctx.ws.request("se_h", b * self.se[0].n)
-                ctx.ws.request("se_t", b * 2 * self.F)
+            # the split end (every SE block can take it: plan "split", and the only one past the fused width)
+            self.se = (Linear(ctx, fc1.w, fc1.b, act=act, rows=1), Linear(ctx, fc2.w, fc2.b, rows=1))
+            ctx.ws.request("t2", b * 64 * self.F)
+            ctx.ws.request("se_pool", b * self.F)
+            ctx.ws.request("se_h", b * self.se[0].n)
+            ctx.ws.request("se_t", b * 2 * self.F)
 
     def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None,
-                 ready: bool = False, vnext: bool = False) -> bool:
+                 ready: bool = False, vnext: bool = False, plan: str = "fused") -> bool:
         """`ready`: wino_v already holds conv1's input transform of x. `vnext`: also write the transform of
-        y for a following 3x3 convolution of F inputs. Returns whether that was written."""
+        y for a following 3x3 convolution of F inputs. `plan`: how an SE block ends (module docstring; a
+        block without SE ends the same way under every plan). Returns whether wino_v was written."""
         ctx, ws, k = self.ctx, self.ctx.ws, self.ctx.kernels
         stream, _ = ctx.where(lane)
         if not ready:
@@ -178,7 +183,7 @@ class ResidualBlockGpu:
             self.conv2.transform(ws["t1"], n, lane)
         self.conv2.multiply(n, lane)
         vnext = vnext and self.F % 8 == 0
-        if self.se_fused is not None:
+        if self.se_fused is not None and plan == "fused":
             w1, b1, w2t, b2 = self.se_fused
             k.winograd_out_se(ws["wino_m"], self.conv2.np_, self.conv2.b, x, y, n, self.F, w1, b1, w2t, b2, self.H,
                               self.act, vnext=ws["wino_v"] if vnext else None, stream=stream)
@@ -188,6 +193,9 @@ class ResidualBlockGpu:
             self.conv2.finish(n, lane, y=ws["t2"], pooled=ws["se_pool"])
             fc1(ws["se_pool"], ws["se_h"], n, lane)
             fc2(ws["se_h"], ws["se_t"], n, lane)
+            if vnext:  # the next block's conv1 input transform, with the SE, the residual and act in front
+                k.winograd_in_se(ws["t2"], x, ws["se_t"], y, ws["wino_v"], n, self.F, self.act, stream=stream)
+                return True
             k.residual(ws["t2"], x, y, n, self.F, self.act, se=ws["se_t"], stream=stream)
             return False
         self.conv2.finish(n, lane, y=y, act=self.act, skip=x, vnext=vnext)
@@ -213,10 +221,12 @@ class ConvTowerGpu:
 
     def plans(self, n: int) -> list[str]:
         """The ways this tower can run a batch of n (CONV_PLANS), the default first: `ctx.conv_plan` where it
-        applies, else every one that does ("auto": the network runner times them, network.py)."""
+        applies, else every one that does ("auto": the network runner times them, network.py; the split SE
+        end from SPLIT_MIN_BATCH boards, where the fused one's bandwidth is what limits)."""
         direct = self.small is not None and n <= self.small.max_batch
+        split = any(b.se is not None for b in self.blocks)
         if self.ctx.conv_plan == "auto":
-            return ["fused", "direct"] if direct else ["fused"]
+            return ["fused"] + (["direct"] if direct else []) + (["split"] if split and n >= SPLIT_MIN_BATCH else [])
         return [self.ctx.conv_plan] if self.ctx.conv_plan != "direct" or direct else ["fused"]
 
     def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None,
@@ -233,7 +243,7 @@ class ConvTowerGpu:
         self.input.finish(n, lane, y=y, vnext=ready)
         for i, block in enumerate(self.blocks):
             nxt = i + 1 < len(self.blocks) and block.conv2.n_out == self.blocks[i + 1].conv1.cin
-            ready = block(y, y, n, lane, ready=ready, vnext=nxt)
+            ready = block(y, y, n, lane, ready=ready, vnext=nxt, plan=plan)
 
 
 class ConvPolicyGpu:

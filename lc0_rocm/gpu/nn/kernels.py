@@ -320,6 +320,19 @@ class NnKernels:
              np.int32(Q), np.int32(CK), np.int32(wsz)),
             shared=shared, stream=stream)
 
+    def winograd_in_se(self, z, skip, se, y, V, n: int, C: int, act: str, Kp: int | None = None, stream=None):
+        """v = act(sigmoid(se[:, :C]) * z + se[:, C:] + skip) per board (act(z + skip) for se None; z, skip
+        [n*64, C], se [n, 2C]); y [n*64, C] <- v (None: not written; may be skip); V [36, 4n, Kp] <- the
+        input transform of v (channels C..Kp-1 written 0)."""
+        Kp = -(-C // 8) * 8 if Kp is None else Kp
+        if Kp < C:
+            raise ValueError(f"winograd_in_se: Kp {Kp} must be >= C {C}")
+        for what, buf, count in (("z", z, n * 64 * C), ("skip", skip, n * 64 * C), ("se", se, n * 2 * C),
+                                 ("y", y, n * 64 * C), ("V", V, 36 * 4 * n * Kp)):
+            self._need(what, buf, count)
+        self._conv("winograd_in_se", act).launch(
+            _grid(n * Kp), BLOCK, (z, skip, _p(se), _p(y), V, np.int32(n), np.int32(C), np.int32(Kp)), stream=stream)
+
     def residual(self, z, skip, out, n: int, C: int, act: str, se=None, stream=None):
         """out = act(sigmoid(se[:, :C]) * z + se[:, C:] + skip), or act(z + skip) without se."""
         for what, buf, count in (("z", z, n * 64 * C), ("skip", skip, n * 64 * C), ("out", out, n * 64 * C),

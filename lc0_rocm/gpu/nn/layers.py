@@ -37,8 +37,9 @@ from .kernels import NnKernels, bias_act
 # activations hipBLASLt applies in the GEMM epilogue; the others run as a separate bias_act pass
 EPILOGUE_ACTS = ("none", "relu")
 # how a classical tower runs a batch (conv.py ConvTowerGpu.plans): "fused" Winograd with the SE unit in the
-# output transform, "direct" conv_small.hip at small batches; "auto" times them per batch size (network.py)
-CONV_PLANS = ("auto", "fused", "direct")
+# output transform, "split" Winograd with the SE layers as GEMMs over all boards (big batches), "direct"
+# conv_small.hip (small batches); "auto" times the ones that apply per batch size (network.py)
+CONV_PLANS = ("auto", "fused", "split", "direct")
 ALIGN_ELEMS = 8  # pad GEMM widths to this many elements (16 bytes of fp16): hipBLASLt's fast paths want it
 
 
