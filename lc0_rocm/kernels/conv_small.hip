@@ -36,6 +36,7 @@
 #define CONV_ACT LC0_ACT_NONE
 #endif
 #define CONV_SMALL_R 4  // output channels per thread
+#define CONV_SMALL_PREFETCH 5  // float4s of weights a thread holds in registers (a slice of 64 x 64: 2.25)
 #define XS_LD 65        // a channel's 64 squares and one 0: off-board taps read slot 64
 
 template <typename T>
@@ -50,6 +51,22 @@ __device__ void conv_small_impl(const T* x, int ldx, int C, const T* z, const T*
     T* xs = reinterpret_cast<T*>(wbuf + wsz);  // [C, XS_LD]
     const int b = blockIdx.x, tid = threadIdx.x, nt = blockDim.x, G = nt / (64 * Q), C8 = C / 8;
     const long long row0 = (long long)b * 64;
+    const int ngrp = (O + CONV_SMALL_R - 1) / CONV_SMALL_R, grp0 = blockIdx.y * G;
+
+    // weights first: with one chunk (a few boards) the block's whole slice goes to registers before the
+    // prologue, so its global latency overlaps the staging and the SE unit's instead of following them
+    const int nw4 = G * CK * 9;
+    const bool prefetch = CK == C && nw4 <= CONV_SMALL_PREFETCH * nt && grp0 < ngrp;
+    float4 pre[CONV_SMALL_PREFETCH];
+    if (prefetch) {
+#pragma unroll
+        for (int k = 0; k < CONV_SMALL_PREFETCH; ++k) {
+            const int i = tid + k * nt, gg = i / (CK * 9), r = i - gg * (CK * 9);
+            pre[k] = i < nw4 && grp0 + gg < ngrp
+                         ? reinterpret_cast<const float4*>(W)[((long long)(grp0 + gg) * C) * 9 + r]
+                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+    }
 
     // the board's input channels into LDS, channel-major; 16-byte loads of 8 channels of one square
     const T* src = z != nullptr ? z : x;
@@ -125,8 +142,7 @@ __device__ void conv_small_impl(const T* x, int ldx, int C, const T* z, const T*
     }
 
     // the convolution: thread (square s, split q, group g) sums channels of its split for 4 outputs
-    const int s = tid & 63, q = (tid >> 6) % Q, g = (tid >> 6) / Q, grp0 = blockIdx.y * G, grp = grp0 + g;
-    const int ngrp = (O + CONV_SMALL_R - 1) / CONV_SMALL_R;
+    const int s = tid & 63, q = (tid >> 6) % Q, g = (tid >> 6) / Q, grp = grp0 + g;
     const int rank = s >> 3, file = s & 7;
     int off[9];
 #pragma unroll
@@ -139,10 +155,17 @@ __device__ void conv_small_impl(const T* x, int ldx, int C, const T* z, const T*
     const int per = CK / Q;
     for (int c0 = 0; c0 < C && grp0 < ngrp; c0 += CK) {
         __syncthreads();  // wbuf free (the SE partials, the previous chunk)
-        for (int i = tid; i < G * CK * 9; i += nt) {
-            const int gg = i / (CK * 9), r = i - gg * (CK * 9);
-            w4[i] = grp0 + gg < ngrp ? reinterpret_cast<const float4*>(W)[((long long)(grp0 + gg) * C + c0) * 9 + r]
-                                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (prefetch) {
+#pragma unroll
+            for (int k = 0; k < CONV_SMALL_PREFETCH; ++k)
+                if (tid + k * nt < nw4) w4[tid + k * nt] = pre[k];
+        } else {
+            for (int i = tid; i < nw4; i += nt) {
+                const int gg = i / (CK * 9), r = i - gg * (CK * 9);
+                w4[i] = grp0 + gg < ngrp
+                            ? reinterpret_cast<const float4*>(W)[((long long)(grp0 + gg) * C + c0) * 9 + r]
+                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
         }
         __syncthreads();
         const float4* wg = w4 + g * CK * 9;

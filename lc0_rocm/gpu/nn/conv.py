@@ -28,7 +28,7 @@ from ...encoding.packed import NUM_PLANES
 from ...encoding.policy_map import CONV_POLICY_GATHER_SQUARE_MAJOR
 from ...net.description import ClassicalPolicyHead, Conv, ConvPolicyHead, ConvTower
 from ..runtime.memory import DeviceBuffer
-from .conv_small import SMALL_MAX_BATCH, SmallTowerGpu, small_tower_ok
+from .conv_small import SMALL_MAX_BATCH, SmallConvPolicyGpu, SmallTowerGpu, small_tower_ok
 from .kernels import CONV_ACTS, WINOGRAD_SE_MAX_C
 from .layers import Context, Linear, SideStream, bias_or_zeros, pad_rows, pad_vec, round_up, split_input
 
@@ -260,10 +260,18 @@ class ConvPolicyGpu:
         if not self.chain:
             ctx.ws.request("t1", ctx.max_batch * 64 * self.conv1.n_out)
         ctx.ws.request("pol_conv", ctx.max_batch * 64 * 80)
+        self.small = None  # the tower's "direct" plan runs this head's convolutions directly too
+        if (ctx.conv_plan in ("auto", "direct")
+                and SmallConvPolicyGpu.ok(head.conv1, head.conv2, head.activation, ctx.ws.itemsize)):
+            self.small = SmallConvPolicyGpu(ctx, head.conv1, head.conv2, head.activation,
+                                            min(ctx.max_batch, SMALL_MAX_BATCH))
 
-    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None) -> None:
+    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None,
+                 plan: str = "fused") -> None:
         ws = self.ctx.ws
-        if self.chain:
+        if plan == "direct" and self.small is not None and n <= self.small.max_batch:
+            self.small(x, ws["pol_conv"], n, lane)
+        elif self.chain:
             self.conv1.transform(x, n, lane)
             self.conv1.multiply(n, lane)
             self.conv1.finish(n, lane, vnext=True)
@@ -293,7 +301,9 @@ class ClassicalPolicyGpu:
         ctx.ws.request("t1", ctx.max_batch * 64 * self.pcp)
         ctx.ws.request("pol_fc", ctx.max_batch * self.out_ld)
 
-    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None) -> None:
+    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None,
+                 plan: str = "fused") -> None:
+        """`plan`: the tower's (the same 1x1 convolution and GEMMs under every one)."""
         ws = self.ctx.ws
         self.conv(x, ws["t1"], n, lane)
         self.fc(ws["t1"], ws["pol_fc"], n, lane)

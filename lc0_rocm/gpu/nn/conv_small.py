@@ -40,21 +40,27 @@ def direct_filter(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(out.reshape(groups, CONV_SMALL_R, i, 9).transpose(0, 2, 3, 1), dtype=np.float32)
 
 
-def small_tower_ok(tower: ConvTower, itemsize: int) -> bool:
-    """Whether `SmallTowerGpu` serves this tower in this storage size: 3x3 convolutions of one width, a
-    multiple of 8 and at most SMALL_MAX_FILTERS, whose board and SE scratch fit conv_small.hip's LDS."""
-    convs = [tower.input] + [c for blk in tower.blocks for c in (blk.conv1, blk.conv2)]
-    filters = tower.input.n_out
-    if (tower.activation not in CONV_ACTS or any(c.kernel != 3 or c.n_out != filters for c in convs)
-            or filters % 8 or filters > SMALL_MAX_FILTERS or tower.input.n_in % 8):
+def direct_ok(conv: Conv, itemsize: int, hidden: int = 0) -> bool:
+    """Whether conv_small.hip runs this convolution (3x3, inputs a multiple of 8 and at most
+    SMALL_MAX_FILTERS, the board and an SE unit of `hidden` in its LDS)."""
+    if conv.kernel != 3 or conv.n_in % 8 or conv.n_in > max(SMALL_MAX_FILTERS, NUM_PLANES):
         return False
-    hidden = max([blk.se.fc1.n_out for blk in tower.blocks if blk.se is not None], default=0)
     try:
-        for c in (tower.input.n_in, filters):
-            conv_small_shape(1, c, filters, hidden, itemsize)
+        conv_small_shape(1, conv.n_in, conv.n_out, hidden, itemsize)
     except ValueError:
         return False
     return True
+
+
+def small_tower_ok(tower: ConvTower, itemsize: int) -> bool:
+    """Whether `SmallTowerGpu` serves this tower in this storage size: 3x3 convolutions of one width, a
+    multiple of 8 and at most SMALL_MAX_FILTERS (`direct_ok`)."""
+    filters = tower.input.n_out
+    hidden = max([blk.se.fc1.n_out for blk in tower.blocks if blk.se is not None], default=0)
+    convs = [c for blk in tower.blocks for c in (blk.conv1, blk.conv2)]
+    return (tower.activation in CONV_ACTS and filters % 8 == 0 and filters <= SMALL_MAX_FILTERS
+            and direct_ok(tower.input, itemsize) and all(c.n_out == filters for c in [tower.input] + convs)
+            and all(direct_ok(c, itemsize, hidden) for c in convs))
 
 
 class DirectConv:
@@ -64,6 +70,28 @@ class DirectConv:
         self.cin, self.n_out = conv.n_in, conv.n_out
         self.w = ctx.upload(direct_filter(conv.w), dtype=np.float32)
         self.b = ctx.upload(bias_or_zeros(conv), dtype=np.float32)
+
+
+class SmallConvPolicyGpu:
+    """The conv policy head's two 3x3 convolutions as conv_small.hip kernels: x [n*64, C] -> act(conv1) ->
+    conv2 -> y [n*64, 80] (the caller gathers the logits). Workspace `t1`."""
+
+    def __init__(self, ctx: Context, conv1: Conv, conv2: Conv, act: str, max_batch: int):
+        self.ctx, self.act, self.max_batch = ctx, act, int(max_batch)
+        self.conv1, self.conv2 = DirectConv(ctx, conv1), DirectConv(ctx, conv2)
+        ctx.ws.request("t1", self.max_batch * 64 * conv1.n_out)
+
+    @staticmethod
+    def ok(conv1: Conv, conv2: Conv, act: str, itemsize: int) -> bool:
+        return act in CONV_ACTS and conv1.n_out == conv2.n_in and all(direct_ok(c, itemsize) for c in (conv1, conv2))
+
+    def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None) -> None:
+        ws, c1, c2 = self.ctx.ws, self.conv1, self.conv2
+        common = dict(n=n, act=self.act, stream=self.ctx.where(lane)[0])
+        self.ctx.kernels.conv_small(x, c1.cin, c1.cin, c1.w, c1.b, ws["t1"], c1.n_out, c1.n_out, out_act=True,
+                                    **common)
+        self.ctx.kernels.conv_small(ws["t1"], c2.cin, c2.cin, c2.w, c2.b, y, c2.n_out, c2.n_out, out_act=False,
+                                    **common)
 
 
 class SmallTowerGpu:

@@ -218,6 +218,7 @@ class GpuNetwork:
             self.policy = ClassicalPolicyGpu(ctx, head)
         else:
             raise ValueError(f"unknown policy head {type(head).__name__}")
+        self._policy_follows_plan = self.tower is not None and not isinstance(head, AttentionPolicyHead)
         # a classical tower's heads run in fp32 (heads.py): a tanh value head's Q passes validate in fp16
         classical = net.body is None
         self.heads = HeadsGpu(ctx, net.value, net.moves_left, wide=classical,
@@ -243,13 +244,17 @@ class GpuNetwork:
         ws = self.ctx.ws
         x = ws["input"]
         if self.tower is not None:
-            self.tower(ws["input"], ws["tower"], n, plan=plan or self._tower_plan(n))
+            plan = plan or self._tower_plan(n)
+            self.tower(ws["input"], ws["tower"], n, plan=plan)
             x = ws["tower"]
         if self.body is not None:
             self.body(ws["tower"] if self.body.body.embedding == "tower" else ws["input"], ws["x"], n)
             x = ws["x"]
         self._feats = x
-        self.policy(x, ws["policy"], n)
+        if self._policy_follows_plan:  # a conv or classical policy head runs with the tower's plan
+            self.policy(x, ws["policy"], n, plan=plan)
+        else:
+            self.policy(x, ws["policy"], n)
 
     def _part_b(self, n: int, with_mlh: bool) -> None:
         """Body output -> value and moves-left heads -> workspace `heads` (float32 [n, 5])."""
