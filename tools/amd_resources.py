@@ -42,8 +42,8 @@ DOC = ROOT / "docs" / "amd-resources.md"
 # (lc0_rocm/gpu/nn/kernels.py: NnKernels.mha). tests/test_compile_gate.py checks these two tables
 # against the runtime (MAX_MHA_DEPTH and every "-D..." string in lc0_rocm's Python).
 MAX_MHA_DEPTH = 64
-# conv.hip: once per activation a classical tower can have, -DCONV_ACT=<LC0_ACT_* code> of none, relu and
-# mish (lc0_rocm/gpu/nn/kernels.py CONV_ACTS)
+# conv.hip and conv_small.hip: once per activation a classical tower can have, -DCONV_ACT=<LC0_ACT_* code>
+# of none, relu and mish (lc0_rocm/gpu/nn/kernels.py CONV_ACTS)
 DEFINE_VARIANTS: dict[str, tuple] = {"attention.hip": ("MHA_DEPTH", range(1, MAX_MHA_DEPTH + 1)),
                                  "conv.hip": ("CONV_ACT", (0, 1, 3)),
                                  "conv_small.hip": ("CONV_ACT", (0, 1, 3))}
@@ -292,7 +292,7 @@ def render(infos: list[KernelInfo], version: str) -> str:
         "the compile gate, `tools/amd_compile_gate.sh`, runs it with `--check` and fails when this file is stale).",
         "",
         f"Every kernel of `lc0_rocm/kernels/*.hip`, in every variant the runtime compiles (attention.hip once per "
-        f"head depth 1..{MAX_MHA_DEPTH}, `-DMHA_DEPTH`; conv.hip once per tower activation, `-DCONV_ACT`; the "
+        f"head depth 1..{MAX_MHA_DEPTH}, `-DMHA_DEPTH`; conv.hip and conv_small.hip once per tower activation, `-DCONV_ACT`; the "
         f"other files without defines; each module holds the "
         f"`_f16` and `_f32` kernels), compiled to ISA by {version} "
         f"(`clang++-19 {' '.join(CLANG_FLAGS)} --offload-arch=<arch>`, hipRTC's defaults: wave64 on CDNA, "

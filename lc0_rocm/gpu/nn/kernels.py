@@ -231,11 +231,14 @@ class NnKernels:
 
     # ------------------------------------------------------------------ convolution tower
 
-    def _conv(self, name: str, act: str = "none", filename: str = "conv.hip"):
-        """A kernel of conv.hip (or conv_small.hip) from the module compiled for activation `act` (CONV_ACT)."""
+    def _conv(self, name: str, act: str = "none", small: bool = False):
+        """A kernel of conv.hip (conv_small.hip if `small`) from the module compiled for activation `act`
+        (CONV_ACT)."""
         if act not in CONV_ACTS:
             raise ValueError(f"convolution activation {act!r}: the conv kernels know {', '.join(CONV_ACTS)}")
-        return self._k(filename, name, (f"-DCONV_ACT={act_code(act)}",))
+        if small:
+            return self._k("conv_small.hip", name, (f"-DCONV_ACT={act_code(act)}",))
+        return self._k("conv.hip", name, (f"-DCONV_ACT={act_code(act)}",))
 
     def _wide(self, name: str, wide: bool) -> tuple[str, int]:
         """(kernel name, bytes per V / M element): `wide` keeps V resp. M in fp32 in an fp16 network."""
@@ -313,7 +316,7 @@ class NnKernels:
             self._need(what, buf, count, size)
         G, Q, CK, wsz, shared = conv_small_shape(n, C, O, H, self.size)
         gy = -(-ngrp // G) if O else max(1, min(C // 8, 16))
-        self._conv("conv_small", act, "conv_small.hip").launch(
+        self._conv("conv_small", act, small=True).launch(
             (n, gy), CONV_SMALL_THREADS,
             (_p(x), np.int32(ldx), np.int32(C), _p(z), _p(skip), _p(xout), _p(w1), _p(b1), _p(w2t), _p(b2),
              np.int32(H), _p(W), _p(bias), _p(y), np.int32(ldy), np.int32(O), np.int32(int(out_act)),

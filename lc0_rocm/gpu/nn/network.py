@@ -316,8 +316,9 @@ class GpuNetwork:
                 timed = []
                 for plan in plans:
                     g = Graph.capture(self._capture_stream, lambda: self._part_a(n, plan))
+                    reps = 15 if n <= 64 else 5  # medians of a few ms each at big batches: start-up stays short
                     timed.append((time_ms(lambda: g.launch(self._capture_stream), self._capture_stream,
-                                          repeat=15, warmup=2), plan, g))
+                                          repeat=reps, warmup=2), plan, g))
                 timed.sort(key=lambda t: t[0])
                 for _, _, g in timed[1:]:
                     g.close()
