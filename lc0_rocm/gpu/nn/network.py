@@ -320,12 +320,13 @@ class GpuNetwork:
                     timed.append((time_ms(lambda: g.launch(self._capture_stream), self._capture_stream,
                                           repeat=reps, warmup=2), plan, g))
                 timed.sort(key=lambda t: t[0])
-                for _, _, g in timed[1:]:
-                    g.close()
-                _, best, ga = timed[0]
+                with _TOWER_PLAN_LOCK:  # another runner may have timed this size meanwhile: its choice holds
+                    best = _TOWER_PLAN_CHOICE.setdefault(self._plan_key(n), timed[0][1])
+                ga = next(g for _, plan, g in timed if plan == best)
+                for _, plan, g in timed:
+                    if plan != best:
+                        g.close()
                 self.tower_plans[n] = best
-                with _TOWER_PLAN_LOCK:
-                    _TOWER_PLAN_CHOICE.setdefault(self._plan_key(n), best)
                 log.debug("tower plans at batch %d: %s", n, ", ".join(f"{p} {ms:.3f} ms" for ms, p, _ in timed))
             else:
                 ga = Graph.capture(self._capture_stream, lambda: self._part_a(n))
