@@ -46,6 +46,7 @@ from .core import pick as pk
 from .core import shared_worker as sw
 from .core import spinlock
 from .core import worker as wk
+from .core.counters import CTR_SIZE
 from .core.packed_params import P_TB_PIECES
 from .core.tree import M_TOP
 from .leaf_evaluator import LeafEvaluator
@@ -113,6 +114,9 @@ class Search:
         self._cache_lock = spinlock.new_lock()  # the NN cache's entries (compiled code)
         self._lanes: list[Lane] = []  # several search threads sharing the tree (see _run_lanes)
         self.compiled_lanes = None  # their batch cycle in compiled code (search/compiled_lanes.py), if so
+        # each search thread's cycle counters (search/core/counters.py; tools/search_bench.py --counters):
+        # set before `run`, read by `cycle_counts` after it
+        self.cycle_counters = False
         self._thread: Optional[threading.Thread] = None
         self.start_time = time.monotonic()
         # the time limits count from `origin` (when the `go` came), not from the search's start
@@ -146,6 +150,12 @@ class Search:
     cum_depth = property(lambda self: int(self.stats[bt.S_CUM_DEPTH]))
     max_depth = property(lambda self: int(self.stats[bt.S_MAX_DEPTH]))
     in_flight = property(lambda self: int(self.stats[bt.S_IN_FLIGHT]))
+
+    def cycle_counts(self) -> np.ndarray:
+        """[threads, counters.CTR_SIZE] int64: each search thread's cycle counters (zeros unless
+        `cycle_counters` was set before `run`; none without several threads or the compiled cycle)."""
+        rows = [lane.ctr for lane in self._lanes if len(lane.ctr)]
+        return np.array(rows, np.int64).reshape(len(rows), CTR_SIZE)
 
     @property
     def initial_visits(self) -> int:
@@ -329,7 +339,7 @@ class Search:
         self._halt = threading.Event()
         self._halt_reason = ""
         self._in_flight = deque()
-        self._lanes = [Lane(self.minibatch, self._max_ooo) for _ in range(count)]
+        self._lanes = [Lane(self.minibatch, self._max_ooo, self.cycle_counters) for _ in range(count)]
         allowed, use_allowed = self._root_allowed()
         root_row = self._root_row()
         t = self.tree.arrays
@@ -535,7 +545,8 @@ class Search:
                 count = sw.gather_shared(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays,
                                          self._puct, allowed, use_allowed, float(remaining), cap, self._max_ooo,
                                          collisions_left, int(min(self.limits.nodes, 2**62)), stop_flag, work,
-                                         self._edge_n, self._report, self._lock_word, self._cache_lock)
+                                         self._edge_n, self._report, self._lock_word, self._cache_lock,
+                                         lane.ctr)
         slot.count = int(count)
         if self._packed[P_TB_PIECES] > 0:
             self._probe_tablebases(slot)
@@ -576,7 +587,7 @@ class Search:
             with self._gate.inside(self._lanes_have_room, self._make_room_for_lanes):
                 sw.apply_shared(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
                                 *args, False, lane.apply_work, allowed, use_allowed, self._edge_n, self._report,
-                                self._lock_word, self._cache_lock)
+                                self._lock_word, self._cache_lock, lane.ctr)
         slot.count = 0
         slot.pending = None
 

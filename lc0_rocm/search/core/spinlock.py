@@ -130,18 +130,21 @@ def _pause(spins):
 @jit
 def lock(word):
     """Take `word[0]` exclusively (lc0's exclusive nodes lock: backups): waits for the readers inside
-    and keeps new ones out meanwhile."""
+    and keeps new ones out meanwhile. Returns the rounds it waited (search/core/counters.py)."""
     spins = 0
+    rounds = 0
     while True:
         v = _load(word, 0)
         if v & _WRITER:
             spins = _pause(spins)
+            rounds += 1
         elif v & _READERS:
             if not v & _WAITING:
                 cas(word, 0, v, v | _WAITING)
             spins = _pause(spins)
+            rounds += 1
         elif cas(word, 0, v, _WRITER) == v:  # no reader: free, or only a writer waiting (maybe this one)
-            return
+            return rounds
 
 
 @jit
@@ -151,14 +154,17 @@ def unlock(word):
 
 @jit
 def lock_shared(word):
-    """Take `word[0]` shared (lc0's shared nodes lock: picking), once no writer holds or waits for it."""
+    """Take `word[0]` shared (lc0's shared nodes lock: picking), once no writer holds or waits for it.
+    Returns the rounds it waited."""
     spins = 0
+    rounds = 0
     while True:
         v = _load(word, 0)
         if v & (_WRITER | _WAITING):
             spins = _pause(spins)
+            rounds += 1
         elif cas(word, 0, v, v + 1) == v:
-            return
+            return rounds
 
 
 @jit
