@@ -20,6 +20,7 @@ def test_the_counters_count_what_the_search_did(threads, monkeypatch):
     if threads == 1:  # Threads 0 on a one-core host: one compiled thread (lc0's Threads 1 tree)
         monkeypatch.setattr("lc0_rocm.search.params.os.cpu_count", lambda: 1)
     ev = _evaluator("random")
+    _search(ev, nodes=500, threads=0 if threads == 1 else threads, minibatch_size=64).run()  # loaded, warm
     s = _search(ev, KIWIPETE, nodes=20000, threads=0 if threads == 1 else threads, minibatch_size=64)
     s.cycle_counters = True
     t0 = time.perf_counter()
@@ -39,10 +40,10 @@ def test_the_counters_count_what_the_search_did(threads, monkeypatch):
     assert total[ct.N_LOCKS] >= 2 * s.descents  # a pick and its commit under the lock word each
     assert total[ct.N_SPINS] >= total[ct.N_CONTENDED]
     hz = ct.cycles_per_second()
-    phases = c[:, ct.K_PICK:ct.K_BACKUP + 1]
+    phases = c[:, [k for _, k in ct.PHASES]]
     for k in range(threads):
         inside = c[k, ct.K_TOTAL] / hz
-        assert inside <= wall * 1.02 + 1e-3, (inside, wall)  # a thread's time in run_lane is within the search
+        assert inside <= wall * 1.03 + 2e-3, (inside, wall)  # a thread's time in run_lane is within the search
         assert phases[k].sum() <= c[k, ct.K_TOTAL]  # the phases lie inside it, none counted twice
         assert phases[k].sum() >= 0.8 * c[k, ct.K_TOTAL]  # ... and cover most of it
         for phase in (ct.K_PICK, ct.K_EXTEND, ct.K_EVAL, ct.K_EXPAND, ct.K_BACKUP):

@@ -129,9 +129,10 @@ def print_counters(counts, seconds: float) -> None:
               "--threads 2, or --cores 1 for one compiled thread)")
         return
     hz = ct.cycles_per_second()
-    phases = [ct.K_PICK + i for i in range(len(ct.PHASES))]
+    names = [n for n, _ in ct.PHASES]
+    phases = [k for _, k in ct.PHASES]
     head = (f"{'thread':<7}{'playouts':>9}{'batches':>8}{'fill':>6}{'picks':>7}{'collis.':>8}{'locks':>8}"
-            f"{'waited':>7}{'spins':>8}{'cyc/po':>8}" + "".join(f"{n:>7}" for n in ct.PHASES) + f"{'other':>7}")
+            f"{'waited':>7}{'spins':>8}{'cyc/po':>8}" + "".join(f"{n:>7}" for n in names) + f"{'other':>7}")
     print(f"cycle counters ({hz / 1e9:.2f} GHz counter; phase shares in % of each thread's time in run_lane)")
     print(head)
     rows = [(str(k + 1), counts[k]) for k in range(len(counts))] + [("all", counts.sum(axis=0))]
@@ -145,7 +146,7 @@ def print_counters(counts, seconds: float) -> None:
     allc = counts.sum(axis=0)
     po = max(1, int(allc[ct.N_PLAYOUTS]))
     print("cycles a playout by phase (all threads): " + ", ".join(
-        f"{n} {allc[k] / po:.0f}" for n, k in zip(ct.PHASES, phases)) +
+        f"{n} {allc[k] / po:.0f}" for n, k in ct.PHASES) +
         f"; lock word: {allc[ct.N_CONTENDED] / max(1, allc[ct.N_LOCKS]):.1%} of takings waited, "
         f"{allc[ct.K_WAIT] / max(1, allc[ct.N_CONTENDED]):.0f} cycles a wait")
     print(f"time in run_lane: {allc[ct.K_TOTAL] / hz:.3f} s over {len(counts)} thread(s), wall {seconds:.3f} s "

@@ -41,10 +41,13 @@ N_POSITIONS = 11  # positions (batch rows) evaluated
 N_PICKS = 12  # descents (pick_nodes calls)
 N_LOCKS = 13  # the tree's lock word taken (shared or exclusive)
 N_CONTENDED = 14  # ... of them after waiting (at least one spin)
-N_SPINS = 15  # spin rounds waited for it (a round: one look at the word, every 64th a sched_yield)
-CTR_SIZE = 16
+N_SPINS = 15  # spin rounds waited for it (a round: one look at the word, every 64th a yield or a sleep)
+K_IDLE = 16  # cycles: the core yielded after a gathering that found nothing (the others hold every leaf)
+N_IDLE = 17  # ... how often
+CTR_SIZE = 24
 
-PHASES = ("pick", "wait", "extend", "commit", "eval", "expand", "backup")  # K_PICK..K_BACKUP, in order
+PHASES = (("pick", K_PICK), ("wait", K_WAIT), ("extend", K_EXTEND), ("commit", K_COMMIT), ("eval", K_EVAL),
+          ("expand", K_EXPAND), ("backup", K_BACKUP), ("idle", K_IDLE))  # every phase's cycles, in cycle order
 
 
 @intrinsic
@@ -102,8 +105,19 @@ def waited(ctr, spins):
 
 
 def cycles_per_second(seconds: float = 0.05) -> float:
-    """The counter's rate, measured against the wall clock over `seconds`."""
-    c0, t0 = now(), time.perf_counter()
+    """The counter's rate, measured against the wall clock over `seconds`; each end the tightest of a
+    few stamps bracketed by the wall clock (a thread preempted between the two reads would skew it)."""
+    def stamp():
+        best = None
+        for _ in range(5):
+            a = time.perf_counter()
+            c = now()
+            b = time.perf_counter()
+            if best is None or b - a < best[0]:
+                best = (b - a, c, (a + b) / 2)
+        return best[1], best[2]
+
+    c0, t0 = stamp()
     time.sleep(seconds)
-    c1, t1 = now(), time.perf_counter()
+    c1, t1 = stamp()
     return (c1 - c0) / (t1 - t0)

@@ -34,7 +34,7 @@ from ...backends.compiled_eval import evaluate
 from ...jit import jit
 from . import counters as ct
 from .batch import S_IN_FLIGHT
-from .counters import K_EVAL, K_TOTAL, N_BATCHES, N_POSITIONS
+from .counters import K_EVAL, K_IDLE, K_TOTAL, N_BATCHES, N_IDLE, N_POSITIONS
 from .packed_params import P_CV_END, P_CV_MAX, P_CV_POWER, P_CV_START, P_EXACT_LIMIT
 from .shared_worker import apply_shared, gather_shared
 from .spinlock import yield_core
@@ -159,4 +159,7 @@ def _run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, 
         idle += 1  # nothing to pick (or only out-of-order visits): the others hold the tree's leaves
         if idle >= IDLE_ROUNDS:
             return RC_IDLE
+        ti = ct.start(ctr)
         yield_core()
+        ct.tick(ctr, K_IDLE, ti)
+        ct.add(ctr, N_IDLE, 1)
