@@ -71,6 +71,7 @@ POSITIONS = [
 
 
 THREADS = 0  # lc0's Threads for the in-process searches (--threads)
+COUNTERS = False  # each search thread's cycle counters (--counters)
 
 
 def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipeline: bool = True):
@@ -86,6 +87,7 @@ def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipe
     params = params_from_settings({"MinibatchSize": minibatch, "SmartPruningFactor": 0,
                                  "Threads": THREADS if pipeline else 1})  # Threads 1: no pipelining
     s = new_search(position, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl, has_mlh=net.has_moves_left)
+    s.cycle_counters = COUNTERS
     t0 = time.perf_counter()
     s.run()
     dt = time.perf_counter() - t0
@@ -101,7 +103,7 @@ LAST_STATS: dict = {}
 def run_searches(backend, net, positions, nodes, minibatch) -> tuple[int, float]:
     """(playouts, seconds) summed over the positions (batch counts in LAST_STATS)."""
     playouts, seconds = 0, 0.0
-    LAST_STATS.update(batches=0, nn_evals=0, playouts=0)
+    LAST_STATS.update(batches=0, nn_evals=0, playouts=0, counters=None, seconds=0.0)
     for pos in positions:
         s, dt = run_search(backend, net, pos, nodes, minibatch)
         playouts += s.playouts
@@ -109,7 +111,46 @@ def run_searches(backend, net, positions, nodes, minibatch) -> tuple[int, float]
         LAST_STATS["batches"] += s.batches
         LAST_STATS["nn_evals"] += s.nn_evals
         LAST_STATS["playouts"] += s.playouts
+        if COUNTERS:
+            c = s.cycle_counts()
+            prev = LAST_STATS["counters"]
+            LAST_STATS["counters"] = c if prev is None or prev.shape != c.shape else prev + c
+    LAST_STATS["seconds"] = seconds
     return playouts, seconds
+
+
+def print_counters(counts, seconds: float) -> None:
+    """Each search thread's cycle counters (search/core/counters.py) summed over the last runs: the
+    phases' shares of its time inside the compiled cycle, cycles a playout, the lock's waits."""
+    from lc0_rocm.search.core import counters as ct
+
+    if counts is None or len(counts) == 0:
+        print("cycle counters: none (no compiled search thread ran: Threads 1 runs Python's batch loop; try "
+              "--threads 2, or --cores 1 for one compiled thread)")
+        return
+    hz = ct.cycles_per_second()
+    names = [n for n, _ in ct.PHASES]
+    phases = [k for _, k in ct.PHASES]
+    head = (f"{'thread':<7}{'playouts':>9}{'batches':>8}{'fill':>6}{'picks':>7}{'collis.':>8}{'locks':>8}"
+            f"{'waited':>7}{'spins':>8}{'cyc/po':>8}" + "".join(f"{n:>7}" for n in names) + f"{'other':>7}")
+    print(f"cycle counters ({hz / 1e9:.2f} GHz counter; phase shares in % of each thread's time in run_lane)")
+    print(head)
+    rows = [(str(k + 1), counts[k]) for k in range(len(counts))] + [("all", counts.sum(axis=0))]
+    for name, c in rows:
+        total = max(1, int(c[ct.K_TOTAL]))
+        po = max(1, int(c[ct.N_PLAYOUTS]))
+        shares = [100.0 * c[k] / total for k in phases]
+        print(f"{name:<7}{c[ct.N_PLAYOUTS]:>9d}{c[ct.N_BATCHES]:>8d}{c[ct.N_POSITIONS] / max(1, c[ct.N_BATCHES]):>6.0f}"
+              f"{c[ct.N_PICKS]:>7d}{c[ct.N_COLLISIONS]:>8d}{c[ct.N_LOCKS]:>8d}{c[ct.N_CONTENDED]:>7d}{c[ct.N_SPINS]:>8d}"
+              f"{total / po:>8.0f}" + "".join(f"{x:>7.1f}" for x in shares) + f"{100.0 - sum(shares):>7.1f}")
+    allc = counts.sum(axis=0)
+    po = max(1, int(allc[ct.N_PLAYOUTS]))
+    print("cycles a playout by phase (all threads): " + ", ".join(
+        f"{n} {allc[k] / po:.0f}" for n, k in ct.PHASES) +
+        f"; lock word: {allc[ct.N_CONTENDED] / max(1, allc[ct.N_LOCKS]):.1%} of takings waited, "
+        f"{allc[ct.K_WAIT] / max(1, allc[ct.N_CONTENDED]):.0f} cycles a wait")
+    print(f"time in run_lane: {allc[ct.K_TOTAL] / hz:.3f} s over {len(counts)} thread(s), wall {seconds:.3f} s "
+          f"({allc[ct.K_TOTAL] / hz / max(1e-9, seconds * len(counts)):.0%} of threads x wall)")
 
 
 def bench_planes(net, n: int):
@@ -181,6 +222,9 @@ def mode_nps(args) -> None:
             raw_ovl.append(raw_nps_overlapped(backend, planes, args.batches))
         playouts, seconds = run_searches(backend, net, positions, args.nodes, mb)
         search.append(playouts / seconds)
+        if COUNTERS:
+            print(f"run {r + 1}: {playouts / seconds:.0f} nps")
+            print_counters(LAST_STATS["counters"], LAST_STATS["seconds"])
     med = statistics.median
     print(f"{'raw evaluate nps (serial)':<34}{med(raw):>10.0f}")
     if raw_ovl:
@@ -378,6 +422,10 @@ def main(argv=None) -> int:
     ap.add_argument("--backend-opts", "-o", default="", help="lc0-style backend options")
     ap.add_argument("--minibatch", type=int, default=0, help="MinibatchSize (0: the backend's suggestion)")
     ap.add_argument("--threads", type=int, default=0, help="Threads (search threads; 0: automatic, 1: one batch at a time)")
+    ap.add_argument("--counters", action="store_true",
+                    help="nps mode: each compiled search thread's cycle counters per run (phases, locks)")
+    ap.add_argument("--cores", type=int, default=0,
+                    help="pretend the host has this many cores (Threads 0's choice; --cores 1: one compiled thread)")
     ap.add_argument("--nodes", type=int, default=2000, help="go nodes N per position (default 2000)")
     ap.add_argument("--positions", type=int, default=len(POSITIONS), help=f"bench positions (1..{len(POSITIONS)})")
     ap.add_argument("--repeat", type=int, default=3, help="timed repetitions (median reported)")
@@ -393,8 +441,14 @@ def main(argv=None) -> int:
     if not 1 <= args.positions <= len(POSITIONS) or args.nodes < 1 or args.repeat < 1 or args.batches < 1:
         ap.error("--positions, --nodes, --repeat and --batches must be positive (positions at most "
                  f"{len(POSITIONS)})")
-    global THREADS
+    global THREADS, COUNTERS
     THREADS = max(0, args.threads)
+    COUNTERS = args.counters
+    if args.cores > 0:
+        import lc0_rocm.search.search as search_module
+
+        choose = search_module.search_threads
+        search_module.search_threads = lambda params, backend, cores=None: choose(params, backend, args.cores)
     if args.vs_lc0:
         mode_vs_lc0(args)
     elif args.replay:

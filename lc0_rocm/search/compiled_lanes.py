@@ -145,7 +145,7 @@ class CompiledLanes:
                                      lane.work, lane.apply_work,
                                      s._edge_n, s._report, s._lock_word, s._cache_lock, s.ev.index_tables, e.kind,
                                      e.ints, e.words, e.floats, self.fixed[k], want, nwant, policy, q, d, m,
-                                     e.has_mlh, self.room, held)
+                                     e.has_mlh, self.room, held, lane.ctr)
                 self.returns[rc] += 1
                 if rc == cy.RC_STOP:
                     return

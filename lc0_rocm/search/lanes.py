@@ -10,10 +10,13 @@ import threading
 import time
 from typing import Callable, Optional
 
+import numpy as np
+
 from ..encoding.packed import PackedPlanes
 from .core import backup as bk
 from .core import batch as bt
 from .core import worker as wk
+from .core.counters import CTR_SIZE
 
 AUTO_WATCH_BATCHES = 8  # Threads 0, synchronous backend: batches timed each way (see Search._loop)
 AUTO_TRIAL_SHARE = 0.5
@@ -35,14 +38,16 @@ class Slot:
 
 
 class Lane:
-    """One of several search threads sharing the tree: its batch buffer and scratch arrays."""
+    """One of several search threads sharing the tree: its batch buffer and scratch arrays, and its
+    cycle counters (search/core/counters.py; empty unless `counting`)."""
 
-    __slots__ = ("slot", "work", "apply_work")
+    __slots__ = ("slot", "work", "apply_work", "ctr")
 
-    def __init__(self, capacity: int, max_ooo: int):
+    def __init__(self, capacity: int, max_ooo: int, counting: bool = False):
         self.slot = Slot(capacity)
         self.work = wk.new_work(max(capacity, max_ooo), 64)
         self.apply_work = bk.new_apply_work()
+        self.ctr = np.zeros(CTR_SIZE if counting else 0, np.int64)
 
 
 class Gate:

@@ -46,6 +46,8 @@ from .core import pick as pk
 from .core import shared_worker as sw
 from .core import spinlock
 from .core import worker as wk
+from .core import counters as ct
+from .core.counters import CTR_SIZE
 from .core.packed_params import P_TB_PIECES
 from .core.tree import M_TOP
 from .leaf_evaluator import LeafEvaluator
@@ -113,6 +115,9 @@ class Search:
         self._cache_lock = spinlock.new_lock()  # the NN cache's entries (compiled code)
         self._lanes: list[Lane] = []  # several search threads sharing the tree (see _run_lanes)
         self.compiled_lanes = None  # their batch cycle in compiled code (search/compiled_lanes.py), if so
+        # each search thread's cycle counters (search/core/counters.py; tools/search_bench.py --counters):
+        # set before `run`, read by `cycle_counts` after it
+        self.cycle_counters = False
         self._thread: Optional[threading.Thread] = None
         self.start_time = time.monotonic()
         # the time limits count from `origin` (when the `go` came), not from the search's start
@@ -146,6 +151,12 @@ class Search:
     cum_depth = property(lambda self: int(self.stats[bt.S_CUM_DEPTH]))
     max_depth = property(lambda self: int(self.stats[bt.S_MAX_DEPTH]))
     in_flight = property(lambda self: int(self.stats[bt.S_IN_FLIGHT]))
+
+    def cycle_counts(self) -> np.ndarray:
+        """[threads, counters.CTR_SIZE] int64: each search thread's cycle counters (zeros unless
+        `cycle_counters` was set before `run`; none without several threads or the compiled cycle)."""
+        rows = [lane.ctr for lane in self._lanes if len(lane.ctr)]
+        return np.array(rows, np.int64).reshape(len(rows), CTR_SIZE)
 
     @property
     def initial_visits(self) -> int:
@@ -329,7 +340,7 @@ class Search:
         self._halt = threading.Event()
         self._halt_reason = ""
         self._in_flight = deque()
-        self._lanes = [Lane(self.minibatch, self._max_ooo) for _ in range(count)]
+        self._lanes = [Lane(self.minibatch, self._max_ooo, self.cycle_counters) for _ in range(count)]
         allowed, use_allowed = self._root_allowed()
         root_row = self._root_row()
         t = self.tree.arrays
@@ -532,10 +543,13 @@ class Search:
                               int(min(self.limits.nodes, 2**62)), stop_flag, work, self._edge_n, self._report)
         else:
             with self._gate.inside(self._lanes_have_room, self._make_room_for_lanes):
+                t0 = _stamp(lane)
                 count = sw.gather_shared(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays,
                                          self._puct, allowed, use_allowed, float(remaining), cap, self._max_ooo,
                                          collisions_left, int(min(self.limits.nodes, 2**62)), stop_flag, work,
-                                         self._edge_n, self._report, self._lock_word, self._cache_lock)
+                                         self._edge_n, self._report, self._lock_word, self._cache_lock,
+                                         lane.ctr)
+                _count_total(lane, t0)
         slot.count = int(count)
         if self._packed[P_TB_PIECES] > 0:
             self._probe_tablebases(slot)
@@ -574,9 +588,11 @@ class Search:
                            self._cache_lock)
         else:
             with self._gate.inside(self._lanes_have_room, self._make_room_for_lanes):
+                t0 = _stamp(lane)
                 sw.apply_shared(tree.arrays, self.stats, self._packed, self.ev.cache.arrays, slot.arrays, slot.count,
                                 *args, False, lane.apply_work, allowed, use_allowed, self._edge_n, self._report,
-                                self._lock_word, self._cache_lock)
+                                self._lock_word, self._cache_lock, lane.ctr)
+                _count_total(lane, t0)
         slot.count = 0
         slot.pending = None
 
@@ -690,6 +706,17 @@ class Search:
 
 
 @functools.lru_cache(maxsize=4)
+def _stamp(lane: Lane) -> int:
+    """A lane's cycle counter stamp before a compiled call from Python (0: not counting)."""
+    return int(ct.now()) if len(lane.ctr) else 0
+
+
+def _count_total(lane: Lane, t0: int) -> None:
+    """The call since `t0` into the lane's K_TOTAL, as `run_lane` counts its own (search/core/counters.py)."""
+    if len(lane.ctr):
+        lane.ctr[ct.K_TOTAL] += int(ct.now()) - t0
+
+
 def _puct_table(cpuct: float, base: float, factor: float) -> np.ndarray:
     """cpuct(N) * sqrt(N - 1) for N < 65536 (shared by the searches of the same settings)."""
     table = pk.puct_table(SearchParams(cpuct=cpuct, cpuct_base=base, cpuct_factor=factor).packed(False, 1, "no", 7))

@@ -32,7 +32,9 @@ import numpy as np
 
 from ...backends.compiled_eval import evaluate
 from ...jit import jit
+from . import counters as ct
 from .batch import S_IN_FLIGHT
+from .counters import K_EVAL, K_IDLE, K_TOTAL, N_BATCHES, N_IDLE, N_POSITIONS
 from .packed_params import P_CV_END, P_CV_MAX, P_CV_POWER, P_CV_START, P_EXACT_LIMIT
 from .shared_worker import apply_shared, gather_shared
 from .spinlock import yield_core
@@ -96,12 +98,25 @@ def policy_wanted(b, count, idx_tab, fixed, want, nwant, policy):
 @jit
 def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, stop, w, w2, edge_n,
              rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy, q, d, m,
-             has_mlh, room, held):
+             has_mlh, room, held, ctr):
     """Batches of one search thread on the shared tree until it must return (see the module docstring);
     returns the RC_* code. `policy` [rows, MAX_MOVES], `q`, `d`, `m`: the thread's output buffers for
     `evaluate` (kind, ev_*, fixed: the backend's CompiledEval; m read when `has_mlh`), the policy
     compact: row j's logits of its legal moves in generator order; `want`/`nwant` [rows, MAX_MOVES]/
-    [rows] its scratch for their policy indices; `held` [HELD_SIZE] int64: RC_EVAL's batch."""
+    [rows] its scratch for their policy indices; `held` [HELD_SIZE] int64: RC_EVAL's batch; `ctr`
+    the thread's cycle counters (search/core/counters.py; empty: off)."""
+    t_in = ct.start(ctr)
+    rc = _run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, stop, w, w2, edge_n, rep, lk,
+                   clk, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy, q, d, m, has_mlh,
+                   room, held, ctr)
+    ct.tick(ctr, K_TOTAL, t_in)
+    return rc
+
+
+@jit
+def _run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, stop, w, w2, edge_n,
+              rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy, q, d, m,
+              has_mlh, room, held, ctr):
     root = t.meta[M_ROOT]
     exact = p[P_EXACT_LIMIT] != 0.0
     idle = 0
@@ -123,21 +138,28 @@ def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, s
         if n_cap <= 0:
             return RC_NODES
         count = gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, n_cap, max_ooo,
-                              collisions_left, node_limit, stop, w, edge_n, rep, lk, clk)
+                              collisions_left, node_limit, stop, w, edge_n, rep, lk, clk, ctr)
         if count > 0:
+            te = ct.start(ctr)
             policy_wanted(b, count, idx_tab, fixed, want, nwant, policy)
             status = evaluate(kind, ev_ints, ev_words, ev_floats, b.masks, b.values, count, want, nwant, policy,
                               q, d, m)
+            ct.tick(ctr, K_EVAL, te)
+            ct.add(ctr, N_BATCHES, 1)
+            ct.add(ctr, N_POSITIONS, count)
             if status != 0:
                 held[H_COUNT] = count
                 held[H_STATUS] = status
                 return RC_EVAL
         if count > 0 or b.dcount[0] > 0:
             apply_shared(t, s, p, c, b, count, policy, q, d, m, has_mlh, idx_tab, True, w2, allowed, use_allowed,
-                         edge_n, rep, lk, clk)
+                         edge_n, rep, lk, clk, ctr)
             idle = 0
             continue
         idle += 1  # nothing to pick (or only out-of-order visits): the others hold the tree's leaves
         if idle >= IDLE_ROUNDS:
             return RC_IDLE
+        ti = ct.start(ctr)
         yield_core()
+        ct.tick(ctr, K_IDLE, ti)
+        ct.add(ctr, N_IDLE, 1)

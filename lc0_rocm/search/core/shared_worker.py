@@ -25,9 +25,11 @@ tree depends on timing.
 from __future__ import annotations
 
 from ...jit import jit
+from . import counters as ct
 from . import nncache
 from .backup import back_up_rows, cancel_path, expand_rows, revert_batch, revert_two_fold
 from .batch import S_DESCENTS, S_IN_FLIGHT, S_OOO
+from .counters import K_BACKUP, K_COMMIT, K_EXPAND, K_EXTEND, K_PICK, K_WAIT, N_COLLISIONS, N_PICKS, N_PLAYOUTS
 from .extend import LEAF_BATCH, LEAF_CACHED, commit_leaf, encode_leaf, extend_leaf
 from .packed_params import P_CACHE_HISTORY, P_EXACT_LIMIT, P_OUT_OF_ORDER
 from .pick import best_edge, pick_nodes, root_report, root_skip
@@ -38,14 +40,18 @@ from .worker import back_up_out_of_order, hold_visit, keep_collisions, stopped
 
 @jit
 def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap, max_ooo, collisions_left,
-                  node_limit, stop, w, edge_n, rep, lk, clk):
+                  node_limit, stop, w, edge_n, rep, lk, clk, ctr):
     """`worker.gather` for a tree other threads search too (see the module docstring): picks and
     commits under the shared lock `lk`, out-of-order backups under the exclusive one; the NN cache's
-    entries are read under its own lock `clk`. Returns the leaves in batch `b`."""
+    entries are read under its own lock `clk`. Returns the leaves in batch `b`. `ctr`: the thread's
+    cycle counters (search/core/counters.py; empty: off), the phases from its entry stamp on."""
     root = t.meta[M_ROOT]
-    lock_shared(lk)
+    tc = ct.start(ctr)
+    ct.waited(ctr, lock_shared(lk))
+    tc = ct.tick(ctr, K_WAIT, tc)
     best_i = best_edge(t, p, root, allowed, use_allowed) if t.first_edge[root] >= 0 else -1
     unlock_shared(lk)
+    tc = ct.tick(ctr, K_PICK, tc)
     count = 0
     ooo = 0
     nkept = 0
@@ -53,7 +59,9 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
     b.dcount[0] = 0
     while count + b.dcount[0] < cap and ooo < max_ooo and not stopped(stop):
         limit = min(collisions_left, cap - count - b.dcount[0], max_ooo - ooo)
-        lock_shared(lk)
+        tc = ct.tick(ctr, K_PICK, tc)
+        ct.waited(ctr, lock_shared(lk))
+        tc = ct.tick(ctr, K_WAIT, tc)
         if exact:  # the pick's visits held in flight at once: threads picking together never pass `go nodes`
             room = node_limit - t.n[root] - fetch_add(s, S_IN_FLIGHT, limit)
             if room < limit:
@@ -69,36 +77,55 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
         fetch_add(s, S_DESCENTS, 1)
         mark_first_visits(t, npk, w)
         unlock_shared(lk)
+        tc = ct.tick(ctr, K_PICK, tc)
+        ct.add(ctr, N_PICKS, 1)
         extend_first_visits(t, p, c, b, root, npk, count, w)
-        lock_shared(lk)
+        tc = ct.tick(ctr, K_EXTEND, tc)
+        ct.waited(ctr, lock_shared(lk))
+        tc = ct.tick(ctr, K_WAIT, tc)
         count, ndef = commit_picked(t, s, p, c, b, root, npk, count, w, clk)
         done = False
         if ndef == 0:
+            nkept0 = nkept
             nkept, collisions_left, done = keep_collisions(t, s, root, npk, nkept, collisions_left, stop, w)
+            for k in range(nkept0, nkept):
+                ct.add(ctr, N_COLLISIONS, w.kept_visits[k])
         if exact:  # the out-of-order visits stay held until they are backed up
             fetch_add(s, S_IN_FLIGHT, ndef - limit)
         unlock_shared(lk)
         if ndef > 0:
-            lock(lk)
+            tc = ct.tick(ctr, K_COMMIT, tc)
+            ct.waited(ctr, lock(lk))
+            tc = ct.tick(ctr, K_WAIT, tc)
             back_up_out_of_order(t, s, p, root, npk, ndef, w)
             if exact:
                 s[S_IN_FLIGHT] -= ndef
             s[S_OOO] += ndef
             unlock(lk)
+            ct.add(ctr, N_PLAYOUTS, ndef)
+            for k in range(npk):
+                if w.out_k[k] > 0:
+                    ct.add(ctr, N_COLLISIONS, w.out_k[k])
             ooo += ndef
+            tc = ct.tick(ctr, K_COMMIT, tc)
             continue
+        tc = ct.tick(ctr, K_COMMIT, tc)
         if done:
             break
-    lock_shared(lk)
+    ct.waited(ctr, lock_shared(lk))
+    tc = ct.tick(ctr, K_WAIT, tc)
     for k in range(nkept):
         node = w.kept_node[k]
         if node != root:
             cancel_path(t, t.parent[node], w.kept_visits[k], root)
     unlock_shared(lk)
+    tc = ct.tick(ctr, K_COMMIT, tc)
     if ooo > 0:  # the root's report changed (the network's batches report when they are applied)
-        lock(lk)
+        ct.waited(ctr, lock(lk))
+        tc = ct.tick(ctr, K_WAIT, tc)
         root_report(t, p, allowed, use_allowed, edge_n, rep)
         unlock(lk)
+        ct.tick(ctr, K_BACKUP, tc)
     return count
 
 
@@ -206,15 +233,20 @@ def revert_stale_two_folds(t, s, root, stack_node, stack_depth):
 
 @jit
 def apply_shared(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, compact, w2, allowed, use_allowed,
-                 edge_n, rep, lk, clk):
+                 edge_n, rep, lk, clk, ctr):
     """`worker.apply_batch` for a tree other threads search too: the leaves expanded without the
     tree's lock (`backup.expand_rows`; `compact`: its policy form), then backed up under the exclusive
-    lock `lk`."""
+    lock `lk`. `ctr`: as `gather_shared`'s."""
+    tc = ct.start(ctr)
     expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, compact, w2, clk)
-    lock(lk)
+    tc = ct.tick(ctr, K_EXPAND, tc)
+    ct.waited(ctr, lock(lk))
+    tc = ct.tick(ctr, K_WAIT, tc)
+    ct.add(ctr, N_PLAYOUTS, count + b.dcount[0])
     back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh)
     root_report(t, p, allowed, use_allowed, edge_n, rep)
     unlock(lk)
+    ct.tick(ctr, K_BACKUP, tc)
 
 
 @jit

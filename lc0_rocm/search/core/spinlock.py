@@ -6,10 +6,12 @@ no atomics on the CPU, so `cas` and `fetch_add` emit LLVM's `cmpxchg` and `atomi
 an int32/int64 array themselves (numba `@intrinsic`; cached like any compiled function). The lock is
 one int64 word: a count of readers (`lock_shared`), a writer bit (`lock`) and a bit by which a waiting
 writer keeps new readers out. A waiting thread spins, then yields its core (libc's `sched_yield`) so
-that a holder sharing the core gets to run.
+that a holder sharing the core gets to run, and after a while sleeps (libc's `usleep`; `_pause`).
 """
 
 from __future__ import annotations
+
+import platform
 
 import numpy as np
 from llvmlite import ir
@@ -21,6 +23,8 @@ from numba.np.arrayobj import make_array
 from ...jit import jit
 
 SPINS_BEFORE_YIELD = 64
+YIELDS_BEFORE_SLEEP = 16  # a legitimate wait (a pick, a batch's backup) is over well before: < 10 µs
+SLEEP_US = 20
 
 
 def _element_pointer(context, builder, signature, args):
@@ -87,14 +91,48 @@ def _store(typingctx, arr, idx, value):
 
 @intrinsic
 def _load(typingctx, arr, idx):
-    """arr[idx] read atomically (int64 arrays): a spinning reader sees the holder's release."""
+    """arr[idx] read atomically (int64 arrays): a spinning reader sees the holder's release. A plain
+    load (x86: a mov), so that spinning does not take the word's line from its holder."""
     if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1):
         return None
     sig = types.int64(arr, idx)
 
     def codegen(context, builder, signature, args):
         ptr = _element_pointer(context, builder, signature, args)
-        return builder.atomic_rmw("add", ptr, ir.Constant(ir.IntType(64), 0), "seq_cst")
+        return builder.load_atomic(ptr, "seq_cst", 8)
+
+    return sig, codegen
+
+
+@intrinsic
+def _sleep_us(typingctx, us):
+    """libc's usleep(us): off the core for a while (a lock holder that lost its core gets one)."""
+    if not isinstance(us, types.Integer):
+        return None
+    sig = types.int32(us)
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "usleep")
+        return builder.call(fn, [context.cast(builder, args[0], signature.args[0], types.uint32)])
+
+    return sig, codegen
+
+
+_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+@intrinsic
+def _cpu_relax(typingctx):
+    """x86's `pause` (LLVM's llvm.x86.sse2.pause) in a spin: the loop leaves the sibling hyperthread
+    its share and each round lasts tens of cycles, not one; nothing elsewhere."""
+    sig = types.void()
+
+    def codegen(context, builder, signature, args):
+        if _X86:
+            fnty = ir.FunctionType(ir.VoidType(), [])
+            builder.call(cgutils.get_or_insert_function(builder.module, fnty, "llvm.x86.sse2.pause"), [])
+        return context.get_dummy_value()
 
     return sig, codegen
 
@@ -118,30 +156,37 @@ _READERS = _WRITER - 1
 
 
 @jit
-def _pause(spins):
-    """One round of waiting; every SPINS_BEFORE_YIELD rounds the core goes to another thread."""
-    spins += 1
-    if spins >= SPINS_BEFORE_YIELD:
-        _yield_core()
-        spins = 0
-    return spins
+def _pause(rounds):
+    """Round `rounds` of one wait (from 0); returns the next. Every SPINS_BEFORE_YIELD rounds the core
+    goes to another thread; once the wait has lasted YIELDS_BEFORE_SLEEP such yields, the waiter
+    sleeps SLEEP_US instead: a holder preempted on a busy host (other processes, or more threads than
+    cores) gets a core sooner from an idle one than from a spinner's yields (docs/perf.md: such waits
+    took ~1.5 ms each on the loaded 2-core VM, a fifth of two threads' time)."""
+    rounds += 1
+    _cpu_relax()
+    if rounds % SPINS_BEFORE_YIELD == 0:
+        if rounds >= SPINS_BEFORE_YIELD * YIELDS_BEFORE_SLEEP:
+            _sleep_us(SLEEP_US)
+        else:
+            _yield_core()
+    return rounds
 
 
 @jit
 def lock(word):
     """Take `word[0]` exclusively (lc0's exclusive nodes lock: backups): waits for the readers inside
-    and keeps new ones out meanwhile."""
-    spins = 0
+    and keeps new ones out meanwhile. Returns the rounds it waited (search/core/counters.py)."""
+    rounds = 0
     while True:
         v = _load(word, 0)
         if v & _WRITER:
-            spins = _pause(spins)
+            rounds = _pause(rounds)
         elif v & _READERS:
             if not v & _WAITING:
                 cas(word, 0, v, v | _WAITING)
-            spins = _pause(spins)
+            rounds = _pause(rounds)
         elif cas(word, 0, v, _WRITER) == v:  # no reader: free, or only a writer waiting (maybe this one)
-            return
+            return rounds
 
 
 @jit
@@ -151,14 +196,15 @@ def unlock(word):
 
 @jit
 def lock_shared(word):
-    """Take `word[0]` shared (lc0's shared nodes lock: picking), once no writer holds or waits for it."""
-    spins = 0
+    """Take `word[0]` shared (lc0's shared nodes lock: picking), once no writer holds or waits for it.
+    Returns the rounds it waited."""
+    rounds = 0
     while True:
         v = _load(word, 0)
         if v & (_WRITER | _WAITING):
-            spins = _pause(spins)
+            rounds = _pause(rounds)
         elif cas(word, 0, v, v + 1) == v:
-            return
+            return rounds
 
 
 @jit
