@@ -12,7 +12,12 @@ Writes a PGN of random legal games (python-chess, seeded) with about --positions
      `pipeline.run_raw` in process, its worker processes and an `Outputs` JSONL file) on a stand-in
      backend, `backends.replay.ReplayBackend` answering every batch at once with rows recorded
      from one batch of the cpu backend: the rate the host can feed a GPU with.
-and prints each figure and its ratio to backendbench. With --split: the host's cost per position of
+and prints each figure and its ratio to backendbench. Each analyse run also prints where its start went
+(`start:` on stderr, seconds from the process start: imports, net loaded, backend created, start position
+checked, first games prepared, first batch, first record written), the command run through
+`traced_cli`; `--runs 2` runs each config twice, so that the second run's start is what a user's second
+run on the machine pays (numba's, the kernels' and the GEMM tuning's disk caches filled by the first).
+With --split: the host's cost per position of
 each step of a worker's job (python-chess's reader, the python-chess path's replay, FEN, SAN, histories,
 planes and legal moves, the compiled path, then records, judgements, summary and JSONL text), on one
 core in this process.
@@ -22,6 +27,7 @@ core in this process.
     python3 tools/analyse_bench.py --host-only --positions 20000                      # the host rate only
     python3 tools/analyse_bench.py --split --host-only --positions 10000              # ... and its split
     python3 tools/analyse_bench.py --host-only --workers-sweep 0 2 4 8 16 30         # ... by worker count
+    python3 tools/analyse_bench.py -w t82.pb.gz -b random --positions 20000 --configs "" --runs 2  # the start
 """
 
 from __future__ import annotations
@@ -210,9 +216,64 @@ def host_rate(args, pgn: str, out: str) -> tuple[float, float, int]:
     return steady, n / (end - t0), n
 
 
+START_STEPS = ("imports", "net loaded", "backend created", "start position checked", "first games prepared",
+               "first batch", "first record written")
+
+
+def traced_cli(argv: list) -> int:
+    """`lc0_rocm.cli.main(argv)` (the real command, in this process) with its start's steps timed: one
+    line `start: STEP SECONDS, ...` on stderr at the first record written, seconds from the process start
+    (`ANALYSE_BENCH_T0`, the parent's clock just before it started this process). The steps are the
+    command's own functions, wrapped: `api.load_for_backend` (net loaded), `api.create_backend` (backend
+    created: with several GPUs and the early start, the first one ready), `api._check_start_position`,
+    the pipeline's first prepared unit, its first batch handed to the backend, the first `Outputs.write`."""
+    t0 = float(os.environ.get("ANALYSE_BENCH_T0", time.time()))
+    steps: dict = {}
+
+    def mark(step: str) -> None:
+        steps.setdefault(step, time.time() - t0)
+
+    from lc0_rocm import api, cli
+    from lc0_rocm.analyse import driver, pipeline, writers
+
+    mark("imports")
+
+    def after(owner, name: str, step: str) -> None:
+        fn = getattr(owner, name)
+
+        def timed(*a, **k):
+            r = fn(*a, **k)
+            mark(step)
+            return r
+        setattr(owner, name, timed)
+
+    after(api, "load_for_backend", "net loaded")
+    after(api, "create_backend", "backend created")
+    after(api, "_check_start_position", "start position checked")
+    units = pipeline.Stages.units
+
+    def first_units(self):
+        for item in units(self):
+            mark("first games prepared")
+            yield item
+    pipeline.Stages.units = first_units
+    run_raw = driver.run_raw
+    driver.run_raw = lambda ev, cfg, sink: run_raw(ev, cfg, sink, on_batch=lambda n: mark("first batch"))
+    write = writers.Outputs.write
+
+    def first_write(self, *a, **k):
+        r = write(self, *a, **k)
+        if "first record written" not in steps:
+            mark("first record written")
+            sys.stderr.write("start: " + ", ".join(f"{s} {steps[s]:.2f}" for s in START_STEPS if s in steps) + "\n")
+        return r
+    writers.Outputs.write = first_write
+    return cli.main(argv)
+
+
 def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]:
-    cmd = [sys.executable, "-m", "lc0_rocm.cli", "analyse", pgn, "--jsonl", out, "--backend", args.backend,
-           "--no-progress"]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--traced-cli", "analyse", pgn, "--jsonl", out,
+           "--backend", args.backend, "--no-progress"]
     if args.weights:
         cmd += ["--weights", args.weights]
     if opts:
@@ -221,7 +282,7 @@ def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]
     if os.path.exists(out):
         os.remove(out)  # the previous run's file would read as this run's first write
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ, ANALYSE_BENCH_T0=repr(time.time())))
     first, first_records = None, 0
     while p.poll() is None:
         if first is None and os.path.exists(out) and os.path.getsize(out) > 0:
@@ -241,6 +302,9 @@ def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--traced-cli"]:
+        return traced_cli(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--weights", "-w", help="network file (default: the bundled net)")
@@ -260,6 +324,7 @@ def main(argv=None) -> int:
     ap.add_argument("--positions", type=int, default=20000, help="positions in the generated games")
     ap.add_argument("--bench-batch", type=int, default=256, help="backendbench batch size (default 256)")
     ap.add_argument("--bench-batches", type=int, default=50, help="backendbench batches (default 50)")
+    ap.add_argument("--runs", type=int, default=1, help="analyse runs of each config (2: the second run's start too)")
     ap.add_argument("--pgn", help="use this PGN instead of generating one")
     ap.add_argument("--keep", metavar="DIR", help="keep the generated PGN and the JSONL here")
     ap.add_argument("analyse_args", nargs="*", help="extra analyse flags after --, e.g. -- --workers 8")
@@ -281,10 +346,11 @@ def main(argv=None) -> int:
         raw = backend_nps(args)
         print(f"backendbench nps at batch {args.bench_batch}: {raw:,.0f}")
         for opts in (args.configs if args.configs is not None else [args.backend_opts]):
-            steady, overall, records = analyse_nps(args, pgn, os.path.join(work, "out.jsonl"), opts)
-            print(f"analyse -o '{opts}': {records} records; {steady:,.0f} positions/s after the first write, "
-                  f"{overall:,.0f} from the start; ratio to backendbench {steady / raw:.3f} (steady), "
-                  f"{overall / raw:.3f} (from the start)")
+            for run in range(1, args.runs + 1):
+                steady, overall, records = analyse_nps(args, pgn, os.path.join(work, "out.jsonl"), opts)
+                print(f"analyse -o '{opts}' (run {run}): {records} records; {steady:,.0f} positions/s after the "
+                      f"first write, {overall:,.0f} from the start; ratio to backendbench {steady / raw:.3f} "
+                      f"(steady), {overall / raw:.3f} (from the start)", flush=True)
     if args.host or args.host_only:
         for workers in args.workers_sweep or [args.workers]:
             args.workers = workers
