@@ -268,7 +268,11 @@ def traced_cli(argv: list) -> int:
             sys.stderr.write("start: " + ", ".join(f"{s} {steps[s]:.2f}" for s in START_STEPS if s in steps) + "\n")
         return r
     writers.Outputs.write = first_write
-    return cli.main(argv)
+    code = cli.main(argv)
+    # the interpreter's teardown after this (numba's compiled code, a GPU's context) counts in the parent's
+    # figures: this line lets it be told apart
+    sys.stderr.write(f"done: the command returned {time.time() - t0:.2f} s after the process start\n")
+    return code
 
 
 def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]:
@@ -295,6 +299,7 @@ def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]
     if p.returncode != 0:
         sys.exit(f"analyse failed ({p.returncode}): {err.strip()}")
     sys.stderr.write(err)
+    sys.stderr.write(f"exit: the process ended {end - t0:.2f} s after its start\n")
     with open(out) as f:
         records = sum(1 for _ in f)
     steady = (records - first_records) / (end - first) if first and end > first else float("nan")
