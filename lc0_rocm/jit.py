@@ -26,7 +26,9 @@ docstrings: comments, docstrings and line breaks change nothing, and the search'
 (search/*.py outside core/, the time manager) is not in it at all. Unlike numba's own
 NUMBA_CACHE_DIR locator, the folder does not depend on where the sources are installed: every copy
 of the same sources (an editable checkout, a wheel in a venv, a reinstall) shares one compiled
-search. numba keys each entry by the signature, the CPU (LLVM triple, CPU name and features:
+search. The keys are remembered in `<cache>/keys/<fingerprint>.json` (`code_key`: the fingerprint hashes
+every module's path and bytes), so a process on sources seen before parses no syntax tree. numba keys
+each entry by the signature, the CPU (LLVM triple, CPU name and features:
 `CPUCodegen.magic_tuple`), the function's bytecode (not its line numbers), the Python version (the
 file name) and its own version (the index), so another CPU or numba recompiles.
 
