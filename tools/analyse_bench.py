@@ -15,7 +15,7 @@ Writes a PGN of random legal games (python-chess, seeded) with about --positions
 and prints each figure and its ratio to backendbench. Each analyse run also prints where its start went
 (`start:` on stderr, seconds from the process start: imports, net loaded, backend created, start position
 checked, first games prepared, first batch, first record written), the command run through
-`traced_cli`; `--runs 2` runs each config twice, so that the second run's start is what a user's second
+`traced_cli`; --start-overlap times the net load, the GPU's open and both on two threads (`start_overlap`); `--runs 2` runs each config twice, so that the second run's start is what a user's second
 run on the machine pays (numba's, the kernels' and the GEMM tuning's disk caches filled by the first).
 With --split: the host's cost per position of
 each step of a worker's job (python-chess's reader, the python-chess path's replay, FEN, SAN, histories,
@@ -275,6 +275,44 @@ def traced_cli(argv: list) -> int:
     return code
 
 
+OVERLAP_SNIPPET = """
+import sys, threading, time
+from lc0_rocm.api import load_for_backend
+from lc0_rocm.backends.factory import gpu_usable
+what, weights = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+gpu = threading.Thread(target=gpu_usable) if what == "both" else None
+if gpu is not None:
+    gpu.start()
+if what in ("net", "both"):
+    load_for_backend(weights)
+if what == "gpu":
+    gpu_usable()
+if gpu is not None:
+    gpu.join()
+print(f"{time.perf_counter() - t0:.3f}")
+"""
+
+
+def start_overlap(args, rounds: int = 3) -> None:
+    """Whether the GPU's first steps (hip-python imported, the first device opened:
+    `backends.factory.gpu_usable`) can run beside the net load on a thread of the same process: the net
+    load alone, the device open alone, both together (fresh processes, medians of `rounds`). Both ~ the
+    larger of the two: they overlap; ~ their sum: one holds the GIL the other needs (the gzip inflate
+    takes it back at every output block; on the 2-core VM a Python-busy thread triples the load)."""
+    import statistics
+
+    times: dict = {"net": [], "gpu": [], "both": []}
+    for _ in range(rounds):
+        for what in times:
+            out = subprocess.run([sys.executable, "-c", OVERLAP_SNIPPET, what, args.weights], capture_output=True,
+                                 text=True, check=True, cwd=str(Path(__file__).resolve().parent.parent))
+            times[what].append(float(out.stdout.split()[-1]))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"start overlap: net load {med['net']:.3f} s, GPU open {med['gpu']:.3f} s, both on two threads "
+          f"{med['both']:.3f} s (sum {med['net'] + med['gpu']:.3f}, larger {max(med['net'], med['gpu']):.3f})")
+
+
 def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--traced-cli", "analyse", pgn, "--jsonl", out,
            "--backend", args.backend, "--no-progress"]
@@ -330,6 +368,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bench-batch", type=int, default=256, help="backendbench batch size (default 256)")
     ap.add_argument("--bench-batches", type=int, default=50, help="backendbench batches (default 50)")
     ap.add_argument("--runs", type=int, default=1, help="analyse runs of each config (2: the second run's start too)")
+    ap.add_argument("--start-overlap", action="store_true",
+                    help="also: the net load, the GPU's open and both on two threads, each in a fresh process")
     ap.add_argument("--pgn", help="use this PGN instead of generating one")
     ap.add_argument("--keep", metavar="DIR", help="keep the generated PGN and the JSONL here")
     ap.add_argument("analyse_args", nargs="*", help="extra analyse flags after --, e.g. -- --workers 8")
@@ -346,6 +386,8 @@ def main(argv=None) -> int:
     print(f"compiled move generator and per-game code ready (numba cache) in {time.monotonic() - t0:.1f} s")
     if args.split:
         host_split(pgn)
+    if args.start_overlap:
+        start_overlap(args)
     raw = None
     if not args.host_only:
         raw = backend_nps(args)
