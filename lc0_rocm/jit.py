@@ -122,8 +122,9 @@ def code_key(files, pkg: Path = PKG) -> str:
 
 
 def package_fingerprint(pkg: Path = PKG) -> str:
-    """A hash of every module of the package in folder `pkg`: its path in the package and its bytes."""
-    h = hashlib.sha256()
+    """A hash of every module of the package in folder `pkg`: its path in the package and its bytes (and
+    the folder's name, which `_code_key`'s module names start with)."""
+    h = hashlib.sha256(Path(pkg).name.encode())
     for f in sorted(p for p in Path(pkg).rglob("*.py") if "__pycache__" not in p.parts):
         data = f.read_bytes()
         h.update(f.relative_to(pkg).as_posix().encode())

@@ -20,9 +20,9 @@ from ..errors import NetFormatError
 MAX_NET_BYTES = 2 << 30
 MAX_COMPRESSION_RATIO = 64
 RATIO_CHECK_FLOOR = 64 << 20
-_IN_CHUNK = 1 << 20
+_IN_CHUNK = 1 << 20  # uncompressed input: noise or /dev/zero is refused after its first MiB
 # gzip input is read and inflated 16 MiB at a time: a T82-size file (184 MB) inflated 1 MiB at a time
-# took ~10 % longer (more calls, each growing its output buffer from 32 KiB; measured, docs/perf.md);
+# took ~15 % longer (more calls, each growing its output buffer from 32 KiB; measured, docs/perf.md);
 # 64 MiB was slower again (buffers past glibc's mmap threshold are fresh pages every time)
 _GZIP_IN_CHUNK = 16 << 20
 _OUT_CHUNK = 16 << 20
