@@ -26,7 +26,9 @@ docstrings: comments, docstrings and line breaks change nothing, and the search'
 (search/*.py outside core/, the time manager) is not in it at all. Unlike numba's own
 NUMBA_CACHE_DIR locator, the folder does not depend on where the sources are installed: every copy
 of the same sources (an editable checkout, a wheel in a venv, a reinstall) shares one compiled
-search. numba keys each entry by the signature, the CPU (LLVM triple, CPU name and features:
+search. The keys are remembered in `<cache>/keys/<fingerprint>.json` (`code_key`: the fingerprint hashes
+every module's path and bytes), so a process on sources seen before parses no syntax tree. numba keys
+each entry by the signature, the CPU (LLVM triple, CPU name and features:
 `CPUCodegen.magic_tuple`), the function's bytecode (not its line numbers), the Python version (the
 file name) and its own version (the index), so another CPU or numba recompiles.
 
@@ -43,6 +45,7 @@ import ast
 import functools
 import hashlib
 import importlib
+import json
 import os
 import pickle
 import sys
@@ -99,7 +102,58 @@ def code_hash(path: Path) -> str:
 
 
 def code_key(files, pkg: Path = PKG) -> str:
-    """The key of the code compiled from `files`: `code_hash` of each module of their `closure`."""
+    """The key of the code compiled from `files`: `code_hash` of each module of their `closure`.
+
+    Remembered on disk per `package_fingerprint` (every module's path and bytes: the key is a function
+    of them alone), so a process whose sources were seen before reads the key (~10 ms) instead of
+    parsing and hashing the syntax trees again (0.5-0.7 s a process on the 2-core VM: every analyse
+    worker, the engine's `isready`); files outside `pkg` are hashed every time."""
+    files = [Path(f).resolve() for f in files]
+    pkg = Path(pkg).resolve()
+    if not all(pkg in f.parents for f in files):
+        return _code_key(files, pkg)
+    store = _base_dir() / "keys" / f"{package_fingerprint(pkg)}.json"
+    name = ",".join(sorted(f.relative_to(pkg).as_posix() for f in files))
+    key = _read_keys(store).get(name)
+    if key is None:
+        key = _code_key(files, pkg)
+        _write_keys(store, {**_read_keys(store), name: key})
+    return key
+
+
+def package_fingerprint(pkg: Path = PKG) -> str:
+    """A hash of every module of the package in folder `pkg`: its path in the package and its bytes (and
+    the folder's name, which `_code_key`'s module names start with)."""
+    h = hashlib.sha256(Path(pkg).name.encode())
+    for f in sorted(p for p in Path(pkg).rglob("*.py") if "__pycache__" not in p.parts):
+        data = f.read_bytes()
+        h.update(f.relative_to(pkg).as_posix().encode())
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()[:32]
+
+
+def _read_keys(store: Path) -> dict:
+    try:
+        keys = json.loads(store.read_text())
+    except (OSError, ValueError):
+        return {}
+    return keys if isinstance(keys, dict) else {}
+
+
+def _write_keys(store: Path, keys: dict) -> None:
+    """Replace the file atomically (concurrent processes: the last one's keys stay, any lost one is
+    computed again); an unwritable cache only costs the next process the hashing."""
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        tmp = store.with_name(f"{store.name}.tmp.{os.getpid()}")
+        tmp.write_text(json.dumps(keys, sort_keys=True))
+        os.replace(tmp, store)
+    except OSError:
+        pass
+
+
+def _code_key(files, pkg: Path) -> str:
     h = hashlib.sha256()
     for f in closure(files, pkg):
         try:

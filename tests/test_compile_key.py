@@ -96,3 +96,21 @@ def test_the_code_below_the_search_is_cached_with_it():
     for d in (pick.pick_nodes, rules.legal_moves, encode.encode, fastmath.wdl_rescale):
         assert folder(d) == str(jit.cache_dir()), d.py_func.__qualname__
     assert folder(game_arrays._fen) != str(jit.cache_dir())
+
+
+def test_the_key_is_remembered_per_package_fingerprint(pkg, tmp_path, monkeypatch):
+    """A process whose sources were seen before reads the key from the cache folder (no syntax tree is
+    parsed: `_code_key` is not called), and an edit of the code, a new fingerprint, computes it anew."""
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("LC0_ROCM_CACHE", str(tmp_path / "cache"))
+    key = jit.sources_key(pkg)
+    assert key == jit._code_key(jit.search_sources(pkg), pkg)
+    assert list((tmp_path / "cache" / "numba" / "keys").glob(f"{jit.package_fingerprint(pkg)}.json"))
+
+    def parse_again(files, pkg):
+        raise AssertionError("the key was computed again")
+    monkeypatch.setattr(jit, "_code_key", parse_again)
+    assert jit.sources_key(pkg) == key
+    _edit(pkg / "encoding" / "packed.py", "NUM_PLANES = 112", "NUM_PLANES = 113")
+    with pytest.raises(AssertionError, match="computed again"):
+        jit.sources_key(pkg)

@@ -12,7 +12,12 @@ Writes a PGN of random legal games (python-chess, seeded) with about --positions
      `pipeline.run_raw` in process, its worker processes and an `Outputs` JSONL file) on a stand-in
      backend, `backends.replay.ReplayBackend` answering every batch at once with rows recorded
      from one batch of the cpu backend: the rate the host can feed a GPU with.
-and prints each figure and its ratio to backendbench. With --split: the host's cost per position of
+and prints each figure and its ratio to backendbench. Each analyse run also prints where its start went
+(`start:` on stderr, seconds from the process start: imports, net loaded, backend created, start position
+checked, first games prepared, first batch, first record written), the command run through
+`traced_cli`; --start-overlap times the net load, the GPU's open and both on two threads (`start_overlap`); `--runs 2` runs each config twice, so that the second run's start is what a user's second
+run on the machine pays (numba's, the kernels' and the GEMM tuning's disk caches filled by the first).
+With --split: the host's cost per position of
 each step of a worker's job (python-chess's reader, the python-chess path's replay, FEN, SAN, histories,
 planes and legal moves, the compiled path, then records, judgements, summary and JSONL text), on one
 core in this process.
@@ -22,6 +27,7 @@ core in this process.
     python3 tools/analyse_bench.py --host-only --positions 20000                      # the host rate only
     python3 tools/analyse_bench.py --split --host-only --positions 10000              # ... and its split
     python3 tools/analyse_bench.py --host-only --workers-sweep 0 2 4 8 16 30         # ... by worker count
+    python3 tools/analyse_bench.py -w t82.pb.gz -b random --positions 20000 --configs "" --runs 2  # the start
 """
 
 from __future__ import annotations
@@ -210,9 +216,106 @@ def host_rate(args, pgn: str, out: str) -> tuple[float, float, int]:
     return steady, n / (end - t0), n
 
 
+START_STEPS = ("imports", "net loaded", "backend created", "start position checked", "first games prepared",
+               "first batch", "first record written")
+
+
+def traced_cli(argv: list) -> int:
+    """`lc0_rocm.cli.main(argv)` (the real command, in this process) with its start's steps timed: one
+    line `start: STEP SECONDS, ...` on stderr at the first record written, seconds from the process start
+    (`ANALYSE_BENCH_T0`, the parent's clock just before it started this process). The steps are the
+    command's own functions, wrapped: `api.load_for_backend` (net loaded), `api.create_backend` (backend
+    created: with several GPUs and the early start, the first one ready), `api._check_start_position`,
+    the pipeline's first prepared unit, its first batch handed to the backend, the first `Outputs.write`."""
+    t0 = float(os.environ.get("ANALYSE_BENCH_T0", time.time()))
+    steps: dict = {}
+
+    def mark(step: str) -> None:
+        steps.setdefault(step, time.time() - t0)
+
+    from lc0_rocm import api, cli
+    from lc0_rocm.analyse import driver, pipeline, writers
+
+    mark("imports")
+
+    def after(owner, name: str, step: str) -> None:
+        fn = getattr(owner, name)
+
+        def timed(*a, **k):
+            r = fn(*a, **k)
+            mark(step)
+            return r
+        setattr(owner, name, timed)
+
+    after(api, "load_for_backend", "net loaded")
+    after(api, "create_backend", "backend created")
+    after(api, "_check_start_position", "start position checked")
+    units = pipeline.Stages.units
+
+    def first_units(self):
+        for item in units(self):
+            mark("first games prepared")
+            yield item
+    pipeline.Stages.units = first_units
+    run_raw = driver.run_raw
+    driver.run_raw = lambda ev, cfg, sink: run_raw(ev, cfg, sink, on_batch=lambda n: mark("first batch"))
+    write = writers.Outputs.write
+
+    def first_write(self, *a, **k):
+        r = write(self, *a, **k)
+        if "first record written" not in steps:
+            mark("first record written")
+            sys.stderr.write("start: " + ", ".join(f"{s} {steps[s]:.2f}" for s in START_STEPS if s in steps) + "\n")
+        return r
+    writers.Outputs.write = first_write
+    code = cli.main(argv)
+    # the interpreter's teardown after this (numba's compiled code, a GPU's context) counts in the parent's
+    # figures: this line lets it be told apart
+    sys.stderr.write(f"done: the command returned {time.time() - t0:.2f} s after the process start\n")
+    return code
+
+
+OVERLAP_SNIPPET = """
+import sys, threading, time
+from lc0_rocm.api import load_for_backend
+from lc0_rocm.backends.factory import gpu_usable
+what, weights = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+gpu = threading.Thread(target=gpu_usable) if what == "both" else None
+if gpu is not None:
+    gpu.start()
+if what in ("net", "both"):
+    load_for_backend(weights)
+if what == "gpu":
+    gpu_usable()
+if gpu is not None:
+    gpu.join()
+print(f"{time.perf_counter() - t0:.3f}")
+"""
+
+
+def start_overlap(args, rounds: int = 3) -> None:
+    """Whether the GPU's first steps (hip-python imported, the first device opened:
+    `backends.factory.gpu_usable`) can run beside the net load on a thread of the same process: the net
+    load alone, the device open alone, both together (fresh processes, medians of `rounds`). Both ~ the
+    larger of the two: they overlap; ~ their sum: one holds the GIL the other needs (the gzip inflate
+    takes it back at every output block; on the 2-core VM a Python-busy thread triples the load)."""
+    import statistics
+
+    times: dict = {"net": [], "gpu": [], "both": []}
+    for _ in range(rounds):
+        for what in times:
+            out = subprocess.run([sys.executable, "-c", OVERLAP_SNIPPET, what, args.weights], capture_output=True,
+                                 text=True, check=True, cwd=str(Path(__file__).resolve().parent.parent))
+            times[what].append(float(out.stdout.split()[-1]))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"start overlap: net load {med['net']:.3f} s, GPU open {med['gpu']:.3f} s, both on two threads "
+          f"{med['both']:.3f} s (sum {med['net'] + med['gpu']:.3f}, larger {max(med['net'], med['gpu']):.3f})")
+
+
 def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]:
-    cmd = [sys.executable, "-m", "lc0_rocm.cli", "analyse", pgn, "--jsonl", out, "--backend", args.backend,
-           "--no-progress"]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--traced-cli", "analyse", pgn, "--jsonl", out,
+           "--backend", args.backend, "--no-progress"]
     if args.weights:
         cmd += ["--weights", args.weights]
     if opts:
@@ -221,7 +324,7 @@ def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]
     if os.path.exists(out):
         os.remove(out)  # the previous run's file would read as this run's first write
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ, ANALYSE_BENCH_T0=repr(time.time())))
     first, first_records = None, 0
     while p.poll() is None:
         if first is None and os.path.exists(out) and os.path.getsize(out) > 0:
@@ -234,6 +337,7 @@ def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]
     if p.returncode != 0:
         sys.exit(f"analyse failed ({p.returncode}): {err.strip()}")
     sys.stderr.write(err)
+    sys.stderr.write(f"exit: the process ended {end - t0:.2f} s after its start\n")
     with open(out) as f:
         records = sum(1 for _ in f)
     steady = (records - first_records) / (end - first) if first and end > first else float("nan")
@@ -241,6 +345,9 @@ def analyse_nps(args, pgn: str, out: str, opts: str) -> tuple[float, float, int]
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--traced-cli"]:
+        return traced_cli(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--weights", "-w", help="network file (default: the bundled net)")
@@ -260,6 +367,9 @@ def main(argv=None) -> int:
     ap.add_argument("--positions", type=int, default=20000, help="positions in the generated games")
     ap.add_argument("--bench-batch", type=int, default=256, help="backendbench batch size (default 256)")
     ap.add_argument("--bench-batches", type=int, default=50, help="backendbench batches (default 50)")
+    ap.add_argument("--runs", type=int, default=1, help="analyse runs of each config (2: the second run's start too)")
+    ap.add_argument("--start-overlap", action="store_true",
+                    help="also: the net load, the GPU's open and both on two threads, each in a fresh process")
     ap.add_argument("--pgn", help="use this PGN instead of generating one")
     ap.add_argument("--keep", metavar="DIR", help="keep the generated PGN and the JSONL here")
     ap.add_argument("analyse_args", nargs="*", help="extra analyse flags after --, e.g. -- --workers 8")
@@ -276,15 +386,18 @@ def main(argv=None) -> int:
     print(f"compiled move generator and per-game code ready (numba cache) in {time.monotonic() - t0:.1f} s")
     if args.split:
         host_split(pgn)
+    if args.start_overlap:
+        start_overlap(args)
     raw = None
     if not args.host_only:
         raw = backend_nps(args)
         print(f"backendbench nps at batch {args.bench_batch}: {raw:,.0f}")
         for opts in (args.configs if args.configs is not None else [args.backend_opts]):
-            steady, overall, records = analyse_nps(args, pgn, os.path.join(work, "out.jsonl"), opts)
-            print(f"analyse -o '{opts}': {records} records; {steady:,.0f} positions/s after the first write, "
-                  f"{overall:,.0f} from the start; ratio to backendbench {steady / raw:.3f} (steady), "
-                  f"{overall / raw:.3f} (from the start)")
+            for run in range(1, args.runs + 1):
+                steady, overall, records = analyse_nps(args, pgn, os.path.join(work, "out.jsonl"), opts)
+                print(f"analyse -o '{opts}' (run {run}): {records} records; {steady:,.0f} positions/s after the "
+                      f"first write, {overall:,.0f} from the start; ratio to backendbench {steady / raw:.3f} "
+                      f"(steady), {overall / raw:.3f} (from the start)", flush=True)
     if args.host or args.host_only:
         for workers in args.workers_sweep or [args.workers]:
             args.workers = workers

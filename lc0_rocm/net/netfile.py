@@ -20,7 +20,11 @@ from ..errors import NetFormatError
 MAX_NET_BYTES = 2 << 30
 MAX_COMPRESSION_RATIO = 64
 RATIO_CHECK_FLOOR = 64 << 20
-_IN_CHUNK = 1 << 20
+_IN_CHUNK = 1 << 20  # uncompressed input: noise or /dev/zero is refused after its first MiB
+# gzip input is read and inflated 16 MiB at a time: a T82-size file (184 MB) inflated 1 MiB at a time
+# took ~15 % longer (more calls, each growing its output buffer from 32 KiB; measured, docs/perf.md);
+# 64 MiB was slower again (buffers past glibc's mmap threshold are fresh pages every time)
+_GZIP_IN_CHUNK = 16 << 20
 _OUT_CHUNK = 16 << 20
 
 
@@ -28,16 +32,16 @@ class _Input:
     """The bytes of a weights file read in chunks, never more than `max_bytes` in all (a device such
     as /dev/zero or a FIFO has no size to check first): NetFormatError past it."""
 
-    def __init__(self, source, name: str, max_bytes: int, first: bytes = b""):
+    def __init__(self, source, name: str, max_bytes: int, first: bytes = b"", chunk: int = _IN_CHUNK):
         self.source, self.name, self.max_bytes = source, name, max_bytes
-        self.first = first
+        self.first, self.chunk = first, chunk
         self.read_total = len(first)
 
     def read(self) -> bytes:
         if self.first:
             chunk, self.first = self.first, b""
             return chunk
-        chunk = self.source.read(_IN_CHUNK)
+        chunk = self.source.read(self.chunk)
         self.read_total += len(chunk)
         if self.read_total > self.max_bytes:
             raise NetFormatError(f"{self.name}: more than {self.max_bytes >> 20} MiB to read, over the limit for a "
@@ -51,7 +55,8 @@ def _gunzip(data, name: str, max_bytes: int = MAX_NET_BYTES, max_ratio: float = 
     gzread does) incrementally, stopping as soon as the output passes `max_bytes`, or passes
     `ratio_floor` while being more than `max_ratio` times the compressed bytes consumed so far: a
     bomb is rejected without allocating its payload, an endless stream once `max_bytes` are read."""
-    src = data if isinstance(data, _Input) else _Input(io.BytesIO(data), name, max(max_bytes, len(data)))
+    src = data if isinstance(data, _Input) else _Input(io.BytesIO(data), name, max(max_bytes, len(data)),
+                                                       chunk=_GZIP_IN_CHUNK)
     parts: list[bytes] = []
     total = 0
     pending = b""
@@ -173,7 +178,7 @@ def read_net_bytes(path, max_bytes: int = MAX_NET_BYTES) -> bytes | bytearray:
         if not first:
             raise NetFormatError(f"{name}: empty file")
         if first[:2] == b"\x1f\x8b":
-            data = _gunzip(_Input(f, name, max_bytes, first), name, max_bytes)
+            data = _gunzip(_Input(f, name, max_bytes, first, _GZIP_IN_CHUNK), name, max_bytes)
         elif first[:2] in (b"1\n", b"2\n"):
             raise NetFormatError(f"{name}: old text weights format is not supported")
         else:
