@@ -110,7 +110,7 @@ class Context:
         """A device copy of `arr` in the storage dtype (or `dtype`), kept for the network's lifetime."""
         host = np.ascontiguousarray(arr, dtype=dtype or self.np_dtype)
         if dtype is None and self.dtype == "f16":
-            big = np.abs(np.asarray(arr, dtype=np.float64)).max(initial=0.0)
+            big = float(np.abs(np.asarray(arr)).max(initial=0.0))  # in its own dtype: no float64 copy
             if not np.isfinite(big) or big > 65504:
                 raise ValueError(f"a weight of magnitude {big:g} does not fit fp16")
         buf = DeviceBuffer.allocate(self.device, max(host.nbytes, 256))
