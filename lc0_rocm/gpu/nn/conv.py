@@ -33,6 +33,10 @@ from .kernels import CONV_ACTS, WINOGRAD_SE_MAX_C
 from .layers import Context, Linear, SideStream, bias_or_zeros, pad_rows, pad_vec, round_up, split_input
 
 SPLIT_MIN_BATCH = 128  # "auto" times the split SE end from this many boards
+# ... on towers this wide: it was measured (1.24x fused at batch 1024) on 256 filters only, and on maia-1200
+# (64 filters) at batch 256 its extra fp16 stores (z, the means, the SE outputs) flipped one top-1 move of
+# 499, below the GPU test's 99 % gate; narrower towers keep the fused end unless conv_plan=split asks
+SPLIT_MIN_FILTERS = 256
 
 # Winograd F(4x4, 3x3) (Lavin & Gray's Toom-Cook construction): for a 6x6 input patch d and a 3x3 filter g,
 # the 4x4 cross-correlation is A^T [(G g G^T) * (B^T d B)] A. The points 0, 1, -1, 1/2, -2 and infinity round
@@ -224,7 +228,7 @@ class ConvTowerGpu:
         applies, else every one that does ("auto": the network runner times them, network.py; the split SE
         end from SPLIT_MIN_BATCH boards, where the fused one's bandwidth is what limits)."""
         direct = self.small is not None and n <= self.small.max_batch
-        split = any(b.se is not None for b in self.blocks)
+        split = self.filters >= SPLIT_MIN_FILTERS and any(b.se is not None for b in self.blocks)
         if self.ctx.conv_plan == "auto":
             return ["fused"] + (["direct"] if direct else []) + (["split"] if split and n >= SPLIT_MIN_BATCH else [])
         return [self.ctx.conv_plan] if self.ctx.conv_plan != "direct" or direct else ["fused"]

@@ -313,6 +313,9 @@ class GpuNetwork:
         try:
             plans = self._untimed_plans(n)
             if plans:  # capture each, keep the fastest (the measurement that picks the kernels per size)
+                # the replays below write the workspace: every batch queued before (this one's eager pass,
+                # earlier ones' graphs) must be done with it first
+                saved.synchronize()
                 timed = []
                 for plan in plans:
                     g = Graph.capture(self._capture_stream, lambda: self._part_a(n, plan))
