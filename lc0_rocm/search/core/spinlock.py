@@ -6,7 +6,8 @@ no atomics on the CPU, so `cas` and `fetch_add` emit LLVM's `cmpxchg` and `atomi
 an int32/int64 array themselves (numba `@intrinsic`; cached like any compiled function). The lock is
 one int64 word: a count of readers (`lock_shared`), a writer bit (`lock`) and a bit by which a waiting
 writer keeps new readers out. A waiting thread spins, then yields its core (libc's `sched_yield`) so
-that a holder sharing the core gets to run, and after a while sleeps (libc's `usleep`; `_pause`).
+that a holder sharing the core gets to run, and a waiting reader after a while sleeps (libc's `usleep`;
+`_pause`).
 """
 
 from __future__ import annotations
@@ -156,16 +157,19 @@ _READERS = _WRITER - 1
 
 
 @jit
-def _pause(rounds):
+def _pause(rounds, may_sleep):
     """Round `rounds` of one wait (from 0); returns the next. Every SPINS_BEFORE_YIELD rounds the core
-    goes to another thread; once the wait has lasted YIELDS_BEFORE_SLEEP such yields, the waiter
-    sleeps SLEEP_US instead: a holder preempted on a busy host (other processes, or more threads than
-    cores) gets a core sooner from an idle one than from a spinner's yields (docs/perf.md: such waits
-    took ~1.5 ms each on the loaded 2-core VM, a fifth of two threads' time)."""
+    goes to another thread; once the wait has lasted YIELDS_BEFORE_SLEEP such yields, a waiter that
+    `may_sleep` sleeps SLEEP_US instead: a holder preempted on a busy host (other processes, or more
+    threads than cores) gets a core sooner from an idle one than from a spinner's yields (docs/perf.md:
+    such waits took ~1.5 ms each on the loaded 2-core VM, a fifth of two threads' time). Only readers
+    sleep: a waiting writer keeps every new reader out (_WAITING), so it must take the lock the moment it
+    is free (writers that slept too made 8 threads on a 32-core host wait 230k cycles a wait, 62 % of
+    their time, docs/perf.md)."""
     rounds += 1
     _cpu_relax()
     if rounds % SPINS_BEFORE_YIELD == 0:
-        if rounds >= SPINS_BEFORE_YIELD * YIELDS_BEFORE_SLEEP:
+        if may_sleep and rounds >= SPINS_BEFORE_YIELD * YIELDS_BEFORE_SLEEP:
             _sleep_us(SLEEP_US)
         else:
             _yield_core()
@@ -180,11 +184,11 @@ def lock(word):
     while True:
         v = _load(word, 0)
         if v & _WRITER:
-            rounds = _pause(rounds)
+            rounds = _pause(rounds, False)
         elif v & _READERS:
             if not v & _WAITING:
                 cas(word, 0, v, v | _WAITING)
-            rounds = _pause(rounds)
+            rounds = _pause(rounds, False)
         elif cas(word, 0, v, _WRITER) == v:  # no reader: free, or only a writer waiting (maybe this one)
             return rounds
 
@@ -202,7 +206,7 @@ def lock_shared(word):
     while True:
         v = _load(word, 0)
         if v & (_WRITER | _WAITING):
-            rounds = _pause(rounds)
+            rounds = _pause(rounds, True)
         elif cas(word, 0, v, v + 1) == v:
             return rounds
 
