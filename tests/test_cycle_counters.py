@@ -69,3 +69,17 @@ def test_the_clock_is_the_wall_clocks():
     time.sleep(0.01)
     assert ct.now() - c0 >= 0.009 * a
     assert np.int64(ct.now()) > 0
+
+
+def test_a_python_lanes_stamp_is_read_each_call_and_the_puct_table_is_shared():
+    """`search._stamp` (the Python lane's entry stamp) reads the clock every call, and the searches of
+    the same settings share one cpuct table (`_puct_table`, cached)."""
+    from lc0_rocm.search import search as sr
+    from lc0_rocm.search.lanes import Lane
+
+    lane = Lane(8, 8, counting=True)
+    first = sr._stamp(lane)
+    time.sleep(0.002)
+    assert sr._stamp(lane) > first
+    assert sr._stamp(Lane(8, 8)) == 0
+    assert sr._puct_table(1.745, 38739.0, 3.894) is sr._puct_table(1.745, 38739.0, 3.894)

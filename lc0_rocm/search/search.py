@@ -705,7 +705,6 @@ class Search:
             self.on_bestmove(self.bestmove, self.pondermove)
 
 
-@functools.lru_cache(maxsize=4)
 def _stamp(lane: Lane) -> int:
     """A lane's cycle counter stamp before a compiled call from Python (0: not counting)."""
     return int(ct.now()) if len(lane.ctr) else 0
@@ -717,6 +716,7 @@ def _count_total(lane: Lane, t0: int) -> None:
         lane.ctr[ct.K_TOTAL] += int(ct.now()) - t0
 
 
+@functools.lru_cache(maxsize=4)
 def _puct_table(cpuct: float, base: float, factor: float) -> np.ndarray:
     """cpuct(N) * sqrt(N - 1) for N < 65536 (shared by the searches of the same settings)."""
     table = pk.puct_table(SearchParams(cpuct=cpuct, cpuct_base=base, cpuct_factor=factor).packed(False, 1, "no", 7))
