@@ -38,6 +38,12 @@ SPLIT_MIN_BATCH = 128  # "auto" times the split SE end from this many boards
 # 499, below the GPU test's 99 % gate; narrower towers keep the fused end unless conv_plan=split asks
 SPLIT_MIN_FILTERS = 256
 
+
+def split_offered(ctx: Context, filters: int) -> bool:
+    """Whether a tower of `filters` can run the split SE end under `ctx.conv_plan` (its SE layers and
+    buffers are only built then)."""
+    return ctx.conv_plan == "split" or (ctx.conv_plan == "auto" and filters >= SPLIT_MIN_FILTERS)
+
 # Winograd F(4x4, 3x3) (Lavin & Gray's Toom-Cook construction): for a 6x6 input patch d and a 3x3 filter g,
 # the 4x4 cross-correlation is A^T [(G g G^T) * (B^T d B)] A. The points 0, 1, -1, 1/2, -2 and infinity round
 # about 1.5x less than the textbook 0, +-1, +-2 (fp16 and fp32, measured on random data by the float64
@@ -163,12 +169,12 @@ class ResidualBlockGpu:
                 self.H = fc1.n_out
                 self.se_fused = (ctx.upload(fc1.w), ctx.upload(bias_or_zeros(fc1)),
                                  ctx.upload(np.ascontiguousarray(fc2.w.T)), ctx.upload(bias_or_zeros(fc2)))
-            # the split end (every SE block can take it: plan "split", and the only one past the fused width)
-            self.se = (Linear(ctx, fc1.w, fc1.b, act=act, rows=1), Linear(ctx, fc2.w, fc2.b, rows=1))
-            ctx.ws.request("t2", b * 64 * self.F)
-            ctx.ws.request("se_pool", b * self.F)
-            ctx.ws.request("se_h", b * self.se[0].n)
-            ctx.ws.request("se_t", b * 2 * self.F)
+            if self.se_fused is None or split_offered(ctx, self.F):  # the split end, where it can run
+                self.se = (Linear(ctx, fc1.w, fc1.b, act=act, rows=1), Linear(ctx, fc2.w, fc2.b, rows=1))
+                ctx.ws.request("t2", b * 64 * self.F)
+                ctx.ws.request("se_pool", b * self.F)
+                ctx.ws.request("se_h", b * self.se[0].n)
+                ctx.ws.request("se_t", b * 2 * self.F)
 
     def __call__(self, x: DeviceBuffer, y: DeviceBuffer, n: int, lane: Optional[SideStream] = None,
                  ready: bool = False, vnext: bool = False, plan: str = "fused") -> bool:
@@ -187,7 +193,7 @@ class ResidualBlockGpu:
             self.conv2.transform(ws["t1"], n, lane)
         self.conv2.multiply(n, lane)
         vnext = vnext and self.F % 8 == 0
-        if self.se_fused is not None and plan == "fused":
+        if self.se_fused is not None and (plan == "fused" or self.se is None):
             w1, b1, w2t, b2 = self.se_fused
             k.winograd_out_se(ws["wino_m"], self.conv2.np_, self.conv2.b, x, y, n, self.F, w1, b1, w2t, b2, self.H,
                               self.act, vnext=ws["wino_v"] if vnext else None, stream=stream)
@@ -228,7 +234,7 @@ class ConvTowerGpu:
         applies, else every one that does ("auto": the network runner times them, network.py; the split SE
         end from SPLIT_MIN_BATCH boards, where the fused one's bandwidth is what limits)."""
         direct = self.small is not None and n <= self.small.max_batch
-        split = self.filters >= SPLIT_MIN_FILTERS and any(b.se is not None for b in self.blocks)
+        split = split_offered(self.ctx, self.filters) and any(b.se is not None for b in self.blocks)
         if self.ctx.conv_plan == "auto":
             return ["fused"] + (["direct"] if direct else []) + (["split"] if split and n >= SPLIT_MIN_BATCH else [])
         return [self.ctx.conv_plan] if self.ctx.conv_plan != "direct" or direct else ["fused"]
