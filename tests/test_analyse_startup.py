@@ -124,3 +124,16 @@ def test_raw_mode_opens_its_backend_with_early_start(tmp_path, monkeypatch):
     assert driver.run(build_request(args)) == 0
     assert seen == ["input_mode=1,early_start=true"]
     assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 6 + 6 + 2
+
+
+def test_devices_open_early_only_for_gpu_backends():
+    from lc0_rocm.backends.factory import open_devices_early
+
+    for name in ("cpu", "random", "trivial"):
+        assert open_devices_early(name, "") is None
+    assert open_devices_early("rocm-fp16", "gpus=x") is None  # the backend's own start says what is wrong
+    for name, opts in (("rocm", ""), ("rocm-fp16", "gpus=0:1"), ("auto", "gpu=0")):
+        thread = open_devices_early(name, opts)
+        assert thread is not None and thread.daemon
+        thread.join(60)  # without a GPU it ends at once; with one, the devices are open (tests/gpu)
+        assert not thread.is_alive()

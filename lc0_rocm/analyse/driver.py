@@ -1,7 +1,7 @@
-"""One `lc0-rocm analyse` run from its request (`request.AnalyseRequest`): load the net (API), start
-its backend (in raw mode on its own thread, while the pipeline reads and prepares games), open the
-outputs (resume) and the progress line, and run the local pipeline (raw or search mode) or hand over
-to Ray.
+"""One `lc0-rocm analyse` run from its request (`request.AnalyseRequest`): load the net (API) while
+the GPUs open (`backends.factory.open_devices_early`), start its backend (in raw mode on its own
+thread, while the pipeline reads and prepares games), open the outputs (resume) and the progress
+line, and run the local pipeline (raw or search mode) or hand over to Ray.
 
 Ctrl-C stops the run between games: the files hold whole games, the resume sidecar is saved, one
 line says how to continue, and the exit code is 130.
@@ -30,23 +30,31 @@ def run(req: AnalyseRequest) -> int:
 
         return run_on_ray(req, progress)
     from ..api import load_for_backend, open_backend
+    from ..backends.factory import open_devices_early
     from .pipeline import Opening, check_batch, early_start_options, make_pool
 
     t0 = time.monotonic()
     workers = req.scale.workers if req.scale.workers >= 0 else default_workers(be.name, be.options)
     pool = make_pool(workers)  # the workers start up while the net loads
+    devices = open_devices_early(be.name, be.options)  # and the GPUs open
     opening = None
+
+    def start_backend(options: str, **check):
+        if devices is not None:
+            devices.join()
+        return open_backend(net, be.name, options, check=True, **check)
+
     try:
         net = load_for_backend(be.weights, be.options)
         if mode == "raw":
             # the backend starts (net conversion, GPU preparation, the start-position check) on its own
             # thread while the reader reads and the workers prepare the first games; with several GPUs
             # it is open once the first is ready
-            opening = Opening(lambda: open_backend(net, be.name, early_start_options(be.options), check=True,
-                                                   check_batch=check_batch(be.batch_size)))
+            opening = Opening(lambda: start_backend(early_start_options(be.options),
+                                                    check_batch=check_batch(be.batch_size)))
             evaluator = opening
         else:
-            evaluator = open_backend(net, be.name, be.options, check=True)
+            evaluator = start_backend(be.options)
     except BaseException:
         if pool is not None:
             pool.terminate()

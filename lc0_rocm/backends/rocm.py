@@ -63,11 +63,16 @@ _SLOW_FP16_ARCHS = ("gfx801", "gfx802", "gfx803", "gfx805", "gfx810")
 
 def gpu_available() -> bool:
     """True when hip-python finds a usable device (never raises)."""
+    return device_usable(0)
+
+
+def device_usable(index: int) -> bool:
+    """True when device `index` opens (the process keeps it open; never raises)."""
     try:
         from ..gpu.runtime.device import gpu_available as probe
     except Exception:
         return False
-    ok, _ = probe()
+    ok, _ = probe(index)
     return ok
 
 

@@ -208,3 +208,35 @@ def test_launch_observer_records_kernels_and_gemms_and_replays_them(gpu):
     s.synchronize()
     np.testing.assert_array_equal(bufs["z"].to_numpy(np.float32, (64, 16)), want)
     g.close()
+
+
+def test_devices_opened_early_and_analyse_through_them(gpu, tmp_path):
+    """analyse opens the GPUs beside the net load (`backends.factory.open_devices_early`): in a fresh
+    process every device of the options is open after the thread, and a real analyse run on the GPU
+    gives the cpu backend's records (fp32: the same best moves, Q within 1e-4)."""
+    import json
+    import subprocess
+    import sys
+
+    from lc0_rocm.gpu.runtime.device import device_count
+
+    gpus = "0:1" if device_count() >= 2 else "0"
+    snippet = ("from lc0_rocm.backends.factory import open_devices_early\n"
+               f"t = open_devices_early('rocm-fp16', 'gpus={gpus}'); t.join()\n"
+               "from lc0_rocm.gpu.runtime.device import _DEVICES\nprint(sorted(_DEVICES))")
+    out = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == str(sorted({int(g) for g in gpus.split(":")})).replace(" ", "")
+    pgn = tmp_path / "g.pgn"
+    pgn.write_text('[Event "a"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 *\n\n[Event "b"]\n\n1. d4 d5 2. c4 *\n')
+    records = {}
+    for backend in ("cpu", "rocm"):
+        jsonl = tmp_path / f"{backend}.jsonl"
+        run = subprocess.run([sys.executable, "-m", "lc0_rocm.cli", "analyse", str(pgn), "-b", backend,
+                              "--jsonl", str(jsonl), "--no-progress"], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        records[backend] = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert len(records["rocm"]) == len(records["cpu"]) == 12
+    for a, b in zip(records["cpu"], records["rocm"]):
+        assert (a["game"], a["ply"], a["fen"], a["best"]) == (b["game"], b["ply"], b["fen"], b["best"])
+        assert abs(a["q"] - b["q"]) < 1e-4
