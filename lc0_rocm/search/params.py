@@ -119,9 +119,11 @@ class SearchParams:
 
 AUTO_THREADS = 2  # batches in flight of the one search thread (Threads 0 where it stays one thread)
 AUTO_LANES = 3  # lc0's Threads 0 on a host with more than two cores: search threads (measured: docs/perf.md)
-# ... with a backend whose kernel runs on the search threads themselves (random, trivial): no card to
-# share, so more threads (the search alone on the H200 host: 269k / 307k / 319k nps at 3 / 6 / 8 threads)
-AUTO_KERNEL_LANES = 8
+# ... with a backend whose kernel runs on the search threads themselves (random, trivial): the search
+# alone on the 32-core H200 host, 2026-11-28 (docs/perf.md): 196k / 237k / 285k / 283k / 259k nps at
+# 1 / 2 / 4 / 8 / 12 threads, and beside lc0 in one call 0.95x at 4 against 0.86x at 8; past four the
+# threads wait on the tree's lock and collide in its top nodes
+AUTO_KERNEL_LANES = 4
 
 
 def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -> int:
