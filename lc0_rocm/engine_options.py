@@ -118,8 +118,9 @@ SPECS: tuple[Spec, ...] = (
     _s("SyzygyPath", "", "syzygy-paths", f"Syzygy tablebase folders, separated by '{os.pathsep}'", short="s"),
     _b("SyzygyFastPlay", False, "syzygy-fast-play", "with DTZ tables, only the winning moves of shortest DTZ"),
     _i("Threads", 0, 0, 128, "threads", "search threads on one tree, each with a batch of its own (1: each "
-       "batch gathered after the last one is evaluated, lc0's deterministic setting; 0: automatic, up to 3 "
-       "on a host with more than two cores and a GPU, else one thread keeping two batches in flight)",
+       "batch gathered after the last one is evaluated, lc0's deterministic setting; 0: automatic: with a "
+       "GPU 3 on a host with more than two cores (two a card with several), with random/trivial one a core "
+       "up to 4, else one thread keeping two batches in flight)",
        short="t"),
     _i("MinibatchSize", 0, 0, 1024, "minibatch-size", "positions per NN batch; 0: the backend's choice"),
     _f("CPuct", 1.745, 0.0, 100.0, "cpuct", "exploration constant of PUCT"),
