@@ -242,7 +242,7 @@ def best_child(t, p, node, fe, ne, puct, fpu, ds, m_on, skip, use_skip, max_need
     return best_i, best_util, best_started, second, has_second
 
 
-@jit
+@jit(inline="always")  # one call site: a call passes the tree's 25 arrays as ~175 words on the stack
 def descend(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, want_estimate, max_limit, w, nout):
     """A single visit from `node`: a plain descent to a leaf or a collision (the choices `share` would
     make, without its bookkeeping). Returns (entries, max_limit)."""
@@ -283,7 +283,7 @@ def descend(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, w
         use_skip = False
 
 
-@jit
+@jit(inline="always")  # as `descend`
 def share(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, cur_limit, max_limit, w, nout, sp):
     """`cur_limit` (> 1) visits from `node` handed out by PUCT: each round the best child takes visits
     until the second best would overtake it; leaves are emitted, children with visits left pushed on
