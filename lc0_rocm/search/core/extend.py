@@ -148,7 +148,7 @@ def _cache_hit(c, key, info, i):
     return True
 
 
-@jit
+@jit(inline="always")  # a call per first visit passed the tree's 25 arrays on the stack
 def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, keys, i):
     """The part of a first visit that writes only `node` itself (with several search threads it runs
     outside the tree's lock: search/core/shared_worker.py): its position, legal moves (into `codes`), the

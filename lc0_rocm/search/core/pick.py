@@ -141,7 +141,7 @@ def emit(w, nout, node, depth, k, mx):
     return nout + 1
 
 
-@jit
+@jit(inline="always")  # as `root_skip`; two callers (worker.gather, shared_worker.gather_shared)
 def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, w):
     """lc0's PickNodesToExtendTask from the root for `limit` visits, into w.out_* (see `emit`; max > 0:
     a collision that may grow to that many visits); returns how many entries. `skip`: root edges not
@@ -466,7 +466,7 @@ def take_candidates(t, p, node, fe, puct, fpu, ds, m_on, skip, use_skip, max_nee
 # Root moves: searchmoves, smart pruning, and lc0's best-child order (GetBestChildrenNoTemperature)
 
 
-@jit
+@jit(inline="always")  # a call per pick passed the tree's arrays on the stack
 def root_skip(t, skip, allowed, use_allowed, remaining, best_i):
     """Root edges not to search: outside `searchmoves`, or hopeless under smart pruning (fewer
     playouts left than the visits they lack to the best move). Returns whether any is skipped."""

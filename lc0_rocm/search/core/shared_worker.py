@@ -154,7 +154,7 @@ def extend_first_visits(t, p, c, b, root, npk, count, w):
                     w.ext_info, w.ext_keys, i)
 
 
-@jit
+@jit(inline="always")  # a call per pick passed ~70 arrays on the stack
 def commit_picked(t, s, p, c, b, root, npk, count, w, clk):
     """Under the lock, in pick order: `worker.extend_picked`'s second half for leaves extended by
     `extend_first_visits` (rows moved down over terminals and cache hits). Returns (rows in the batch,
