@@ -322,7 +322,7 @@ def back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh):
     s[S_BATCHES] += 1
 
 
-@jit
+@jit(inline="always")  # a call per leaf passed the batch's and work area's ~27 arrays on the stack
 def priors(p, b, j, n, policy, idx_tab, compact, w2):
     """Row j's priors in w2.pri (float32, as lc0 stores them), their 16-bit forms in w2.packed, and in
     w2.order the move indices by prior, highest first, ties in generator order. The logit of move k is

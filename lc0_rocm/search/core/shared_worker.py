@@ -141,7 +141,7 @@ def mark_first_visits(t, npk, w):
             nfirst += 1
 
 
-@jit
+@jit(inline="always")  # one call site, once a pick: its arguments cost more than its loop
 def extend_first_visits(t, p, c, b, root, npk, count, w):
     """Outside the lock: the i-th first visit's node-local work into batch row count + i (the pick
     holds at most the batch's free rows), its legal moves into that row's codes."""
