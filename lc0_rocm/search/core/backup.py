@@ -24,7 +24,8 @@ from .batch import (MAX_MOVES, S_BATCHES, S_CUM_DEPTH, S_IN_FLIGHT, S_MAX_DEPTH,
 from .spinlock import fetch_add, lock, unlock
 from .packed_params import (P_CONTEMPT_BLACK, P_DRAW_SCORE, P_STICKY, P_TEMPERATURE, P_WDL_DIFF, P_WDL_MAX_S,
                             P_WDL_RATIO)
-from .tree import DRAW, END_OF_GAME, LOSS, M_ETOP, M_ROOT, NON_TERMINAL, TABLEBASE, TWO_FOLD, WIN, make_not_terminal
+from .tree import (DRAW, END_OF_GAME, LOSS, M_ETOP, M_ROOT, NON_TERMINAL, TABLEBASE, TWO_FOLD, WIN, make_not_terminal,
+                   nif_add)
 
 ZERO_PRIOR = np.float32(2.0 ** -31)  # what lc0's 16-bit prior storage gives back for a prior set to 0
 
@@ -38,7 +39,7 @@ def cancel_path(t, node, visits, root):
     """Take `visits` visits in flight back from `node` and its ancestors up to the root (negative:
     add them); nothing for a row above the root."""
     while node >= root:
-        fetch_add(t.nif, node, -visits)
+        nif_add(t, node, -visits)
         if node == root:
             break
         node = t.parent[node]

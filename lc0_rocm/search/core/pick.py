@@ -26,7 +26,7 @@ from .spinlock import cas, fetch_add
 from .packed_params import (P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FPU, P_FPU_ABSOLUTE, P_FPU_ABSOLUTE_ROOT,
                             P_FPU_ROOT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC, P_ML_SCALED, P_ML_SLOPE,
                             P_ML_THRESHOLD, P_MLH)
-from .tree import M_ROOT, M_TOP, NON_TERMINAL, TWO_FOLD, init_node
+from .tree import M_ALONE, M_ROOT, M_TOP, NON_TERMINAL, TWO_FOLD, init_node, nif_add
 
 PUCT_TABLE_SIZE = 1 << 16
 
@@ -93,7 +93,12 @@ def new_child(t, node, i):
     """Row of the child at edge i of `node`, created on first use."""
     e = t.first_edge[node] + i
     c = t.e_child[e]
-    if c < 0:  # a new row, published once written; a thread that lost the race leaves its row unused
+    if c < 0 and t.meta[M_ALONE] != 0:  # one search thread: nothing to race
+        c = t.meta[M_TOP]
+        t.meta[M_TOP] = c + 1
+        init_node(t, c, node, i)
+        t.e_child[e] = c
+    elif c < 0:  # a new row, published once written; a thread that lost the race leaves its row unused
         c = fetch_add(t.meta, M_TOP, 1)
         init_node(t, c, node, i)
         first = cas(t.e_child, e, -1, c)
@@ -150,7 +155,7 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, w):
     root = t.meta[M_ROOT]
     if t.n[root] == 0 or t.term[root] != NON_TERMINAL:
         return pick_root_leaf(t, root, limit, w)
-    fetch_add(t.nif, root, limit)
+    nif_add(t, root, limit)
     want_estimate = limit == 1
     max_limit = INT_MAX
     nout = 0
@@ -186,7 +191,7 @@ def pick_root_leaf(t, root, limit, w):
     nout = 0
     cur = limit
     if not (t.n[root] == 0 and t.nif[root] > 0):
-        fetch_add(t.nif, root, 1)
+        nif_add(t, root, 1)
         cur -= 1
         nout = emit(w, nout, root, 1, 0, 0)
     if cur > 0:
@@ -272,11 +277,11 @@ def descend(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, w
         if t.term[child] == TWO_FOLD and depth < t.m[child]:
             revert_two_fold(t, s, child, depth, root)
         depth += 1
-        if t.n[child] == 0 and fetch_add(t.nif, child, 1) > 0:  # collision
-            fetch_add(t.nif, child, -1)
+        if t.n[child] == 0 and nif_add(t, child, 1) > 0:  # collision
+            nif_add(t, child, -1)
             return emit(w, nout, child, depth, 1, max_limit if (want_estimate and max_limit > 1) else 0), max_limit
         if t.n[child] != 0:
-            fetch_add(t.nif, child, 1)
+            nif_add(t, child, 1)
         if t.n[child] == 0 or t.term[child] != NON_TERMINAL:
             return emit(w, nout, child, depth, 0, 0), max_limit
         node = child
@@ -328,22 +333,22 @@ def share(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, cur
         child = new_child(t, node, best_i)
         if t.term[child] == TWO_FOLD and depth < t.m[child]:
             revert_two_fold(t, s, child, depth, root)
-        if t.n[child] == 0 and fetch_add(t.nif, child, 1) > 0:
+        if t.n[child] == 0 and nif_add(t, child, 1) > 0:
             # collision: lc0's next rounds pick this child again and again with the same
             # estimate: every visit left waits at it
-            fetch_add(t.nif, child, -1)
+            nif_add(t, child, -1)
             vtp[best_i] += cur_limit
             cur_limit = 0
             break
         if t.n[child] != 0:
-            fetch_add(t.nif, child, 1)
+            nif_add(t, child, 1)
         vtp[best_i] += new_visits
         cur_limit -= new_visits
         was_unstarted = started[best_i] == 0
         started[best_i] += 1
         new_visits -= 1
         if t.n[child] > 0 and t.term[child] == NON_TERMINAL:
-            fetch_add(t.nif, child, new_visits)
+            nif_add(t, child, new_visits)
             started[best_i] += new_visits
         else:
             vtp[best_i] -= 1
