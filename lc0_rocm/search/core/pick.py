@@ -200,19 +200,20 @@ def pick_root_leaf(t, root, limit, w):
 
 
 @jit
-def best_child(t, p, node, fe, ne, puct, fpu, ds, m_on, skip, use_skip, max_needed):
+def best_child(t, p, node, fe, ne, puct, fpu, ds, m_on, skip, use_skip, max_needed, w):
     """The single-visit scan of lc0's picking: (best edge or -1, its utility, its visits started, the
-    second best score, whether there is a second)."""
-    best = -np.inf
-    second = -np.inf
-    best_i = -1
-    has_second = False
-    best_util = 0.0
-    best_started = 0
+    second best score, whether there is a second). w.score/util/started: scratch."""
+    score = w.score
+    util = w.util
+    started = w.started
+    # the scores first, then the best two: as `take_candidates`, the scan runs ahead on the rows
+    # without the compares' mispredictions
+    end = 0
     can_exit = False
     for i in range(ne):
         if i == max_needed:
             break
+        end = i + 1
         if use_skip and skip[i]:
             continue
         c = t.e_child[fe + i]
@@ -228,22 +229,34 @@ def best_child(t, p, node, fe, ne, puct, fpu, ds, m_on, skip, use_skip, max_need
                     u += m_utility(t, p, node, c, u)
             else:
                 u = fpu
-        sc = t.e_p[fe + i] * puct / (1 + ns) + u
+        score[i] = t.e_p[fe + i] * puct / (1 + ns) + u
+        util[i] = u
+        started[i] = ns
+        if can_exit:
+            break
+        if ns == 0:
+            can_exit = True
+    best = -np.inf
+    second = -np.inf
+    best_i = -1
+    has_second = False
+    best_util = 0.0
+    best_started = 0
+    for i in range(end):
+        if use_skip and skip[i]:
+            continue
+        sc = score[i]
         if sc > best:
             if best_i >= 0:
                 has_second = True
             second = best
             best = sc
             best_i = i
-            best_util = u
-            best_started = ns
+            best_util = util[i]
+            best_started = started[i]
         elif sc > second:
             second = sc
             has_second = True
-        if can_exit:
-            break
-        if ns == 0:
-            can_exit = True
     return best_i, best_util, best_started, second, has_second
 
 
@@ -265,7 +278,7 @@ def descend(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, w
         if use_skip and root_filter:
             max_needed = ne
         best_i, best_util, best_started, second, has_second = best_child(t, p, node, fe, ne, puct, fpu, ds, m_on,
-                                                                          skip, use_skip, max_needed)
+                                                                          skip, use_skip, max_needed, w)
         if best_i < 0:  # every edge excluded (cannot happen: the best root move never is)
             cancel_path(t, node, 1, root)
             return nout, max_limit
@@ -433,6 +446,9 @@ def take_candidates(t, p, node, fe, puct, fpu, ds, m_on, skip, use_skip, max_nee
     score = w.score
     hs = w.hs
     hi = w.hi
+    # the scores first, then the heap: the scan then runs ahead on the children's rows (misses of
+    # four arrays each) without the heap's compares, mispredicted, flushing it (~20 % of a pick)
+    i0 = last + 1
     while True:
         i = last + 1
         if i >= max_needed:
@@ -456,14 +472,17 @@ def take_candidates(t, p, node, fe, puct, fpu, ds, m_on, skip, use_skip, max_nee
             else:
                 sc = pi * puct / (1 + ns) + fpu
         score[i] = sc
-        hs[nc] = -sc
-        hi[nc] = i
-        heap_sift_up(hs, hi, nc)
-        nc += 1
         if first_unstarted >= 0:
             break
         if started[i] == 0:
             first_unstarted = i
+    for i in range(i0, last + 1):
+        if use_skip and skip[i]:
+            continue
+        hs[nc] = -score[i]
+        hi[nc] = i
+        heap_sift_up(hs, hi, nc)
+        nc += 1
     return nc, last, first_unstarted
 
 
