@@ -25,7 +25,7 @@ from lc0_rocm.search.leaf_evaluator import LeafEvaluator
 from lc0_rocm.search.limits import SearchLimits
 from lc0_rocm.search.params import SearchParams, search_threads
 from lc0_rocm.search.search import Search
-from lc0_rocm.search.core.tree import END_OF_GAME, NON_TERMINAL, WIN
+from lc0_rocm.search.core.tree import END_OF_GAME, M_ALONE, NON_TERMINAL, WIN
 from lc0_rocm.search.tree import NodeTree
 
 from netpaths import WEIGHTS_DIR
@@ -158,6 +158,28 @@ def test_threads_stop_and_reuse_the_tree():
     again.run()
     assert again.error is None and again.root.n == visits + 3000
     _check_tree(again)
+
+
+def test_one_thread_alone_then_several_on_the_same_tree():
+    """One search thread writes visits in flight and new rows without atomics (core/tree.py's
+    meta[M_ALONE]); the next search on the same tree with four threads must take them atomically
+    again, and one thread after it may drop them again."""
+    ev = _evaluator()
+    tree = NodeTree()
+    first = _search(ev, tree=tree, nodes=2000, threads=1, minibatch_size=64)
+    first.run()
+    assert first.error is None and tree.arrays.meta[M_ALONE] == 1
+    _check_tree(first)
+    shared = _search(ev, tree=tree, nodes=6000, threads=4, minibatch_size=64)
+    shared.run()
+    assert shared.error is None and shared.root.n == 6000
+    assert tree.arrays.meta[M_ALONE] == 0
+    _check_tree(shared)
+    last = _search(ev, tree=tree, nodes=8000, threads=0, minibatch_size=64)
+    last.run()
+    assert last.error is None and last.root.n == 8000
+    assert tree.arrays.meta[M_ALONE] == int(len(last._lanes) <= 1)
+    _check_tree(last)
 
 
 def test_threads_zero_follows_the_host():

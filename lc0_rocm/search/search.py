@@ -49,7 +49,7 @@ from .core import worker as wk
 from .core import counters as ct
 from .core.counters import CTR_SIZE
 from .core.packed_params import P_TB_PIECES
-from .core.tree import M_TOP
+from .core.tree import M_ALONE, M_TOP
 from .leaf_evaluator import LeafEvaluator
 from .lanes import AutoInline, Gate, Lane, Slot
 from .limits import IterationStats, SearchLimits
@@ -244,6 +244,8 @@ class Search:
         cap = self.minibatch
         self._max_ooo = max(1, int(self.params.max_out_of_order_factor * self.minibatch))
         lanes = search_threads(self.params, self.ev.backend)
+        # one search thread: visits in flight and new rows without atomics (core/tree.py's M_ALONE)
+        self.tree.arrays.meta[M_ALONE] = int(lanes == 1)
         # Threads 0 where it keeps one thread (one core): with a compiled evaluation that thread runs the
         # compiled cycle too, not this loop's Python per batch (1.3-1.5x on the 2-core VM: docs/perf.md)
         if lanes > 1 or (self.params.threads == 0 and self.params.pipeline and has_compiled_cycle(self)):

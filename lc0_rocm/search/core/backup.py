@@ -24,7 +24,8 @@ from .batch import (MAX_MOVES, S_BATCHES, S_CUM_DEPTH, S_IN_FLIGHT, S_MAX_DEPTH,
 from .spinlock import fetch_add, lock, unlock
 from .packed_params import (P_CONTEMPT_BLACK, P_DRAW_SCORE, P_STICKY, P_TEMPERATURE, P_WDL_DIFF, P_WDL_MAX_S,
                             P_WDL_RATIO)
-from .tree import DRAW, END_OF_GAME, LOSS, M_ETOP, M_ROOT, NON_TERMINAL, TABLEBASE, TWO_FOLD, WIN, make_not_terminal
+from .tree import (DRAW, END_OF_GAME, LOSS, M_ETOP, M_ROOT, NON_TERMINAL, TABLEBASE, TWO_FOLD, WIN, make_not_terminal,
+                   nif_add)
 
 ZERO_PRIOR = np.float32(2.0 ** -31)  # what lc0's 16-bit prior storage gives back for a prior set to 0
 
@@ -38,7 +39,7 @@ def cancel_path(t, node, visits, root):
     """Take `visits` visits in flight back from `node` and its ancestors up to the root (negative:
     add them); nothing for a row above the root."""
     while node >= root:
-        fetch_add(t.nif, node, -visits)
+        nif_add(t, node, -visits)
         if node == root:
             break
         node = t.parent[node]
@@ -322,7 +323,7 @@ def back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh):
     s[S_BATCHES] += 1
 
 
-@jit
+@jit(inline="always")  # a call per leaf passed the batch's and work area's ~27 arrays on the stack
 def priors(p, b, j, n, policy, idx_tab, compact, w2):
     """Row j's priors in w2.pri (float32, as lc0 stores them), their 16-bit forms in w2.packed, and in
     w2.order the move indices by prior, highest first, ties in generator order. The logit of move k is

@@ -19,6 +19,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...jit import jit
+from .prefetch import prefetch
 
 CacheArrays = namedtuple("CacheArrays", ["keys", "qdm", "count", "pos", "order", "prior", "meta"])
 # meta: [0] ring write position (absolute), [1] ring size, [2] slot mask (-1: cache off), [3] entries stored
@@ -58,6 +59,18 @@ def copy_entries(src, dst):
             cnt = src.count[s]
             store(dst, src.keys[s], src.qdm[s, 0], src.qdm[s, 1], src.qdm[s, 2], cnt, src.order[off:off + cnt],
                   src.prior[off:off + cnt])
+
+
+@jit
+def warm(c, key):
+    """Bring the first slot of `key` into the CPU's caches ahead of its `lookup` (its table is far larger
+    than the caches: the probe's miss was ~8 % of a gathering's samples)."""
+    mask = c.meta[2]
+    if mask < 0:
+        return
+    s = np.int64(key & np.uint64(0x7FFFFFFFFFFFFFFF)) & mask
+    prefetch(c.pos, s)
+    prefetch(c.keys, s)
 
 
 @jit

@@ -26,7 +26,7 @@ from .spinlock import cas, fetch_add
 from .packed_params import (P_CPUCT, P_CPUCT_BASE, P_CPUCT_FACTOR, P_FPU, P_FPU_ABSOLUTE, P_FPU_ABSOLUTE_ROOT,
                             P_FPU_ROOT, P_ML_CONSTANT, P_ML_MAX, P_ML_QUADRATIC, P_ML_SCALED, P_ML_SLOPE,
                             P_ML_THRESHOLD, P_MLH)
-from .tree import M_ROOT, M_TOP, NON_TERMINAL, TWO_FOLD, init_node
+from .tree import M_ALONE, M_ROOT, M_TOP, NON_TERMINAL, TWO_FOLD, init_node, nif_add
 
 PUCT_TABLE_SIZE = 1 << 16
 
@@ -93,7 +93,12 @@ def new_child(t, node, i):
     """Row of the child at edge i of `node`, created on first use."""
     e = t.first_edge[node] + i
     c = t.e_child[e]
-    if c < 0:  # a new row, published once written; a thread that lost the race leaves its row unused
+    if c < 0 and t.meta[M_ALONE] != 0:  # one search thread: nothing to race
+        c = t.meta[M_TOP]
+        t.meta[M_TOP] = c + 1
+        init_node(t, c, node, i)
+        t.e_child[e] = c
+    elif c < 0:  # a new row, published once written; a thread that lost the race leaves its row unused
         c = fetch_add(t.meta, M_TOP, 1)
         init_node(t, c, node, i)
         first = cas(t.e_child, e, -1, c)
@@ -141,7 +146,7 @@ def emit(w, nout, node, depth, k, mx):
     return nout + 1
 
 
-@jit
+@jit(inline="always")  # as `root_skip`; two callers (worker.gather, shared_worker.gather_shared)
 def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, w):
     """lc0's PickNodesToExtendTask from the root for `limit` visits, into w.out_* (see `emit`; max > 0:
     a collision that may grow to that many visits); returns how many entries. `skip`: root edges not
@@ -150,7 +155,7 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, w):
     root = t.meta[M_ROOT]
     if t.n[root] == 0 or t.term[root] != NON_TERMINAL:
         return pick_root_leaf(t, root, limit, w)
-    fetch_add(t.nif, root, limit)
+    nif_add(t, root, limit)
     want_estimate = limit == 1
     max_limit = INT_MAX
     nout = 0
@@ -186,7 +191,7 @@ def pick_root_leaf(t, root, limit, w):
     nout = 0
     cur = limit
     if not (t.n[root] == 0 and t.nif[root] > 0):
-        fetch_add(t.nif, root, 1)
+        nif_add(t, root, 1)
         cur -= 1
         nout = emit(w, nout, root, 1, 0, 0)
     if cur > 0:
@@ -195,19 +200,20 @@ def pick_root_leaf(t, root, limit, w):
 
 
 @jit
-def best_child(t, p, node, fe, ne, puct, fpu, ds, m_on, skip, use_skip, max_needed):
+def best_child(t, p, node, fe, ne, puct, fpu, ds, m_on, skip, use_skip, max_needed, w):
     """The single-visit scan of lc0's picking: (best edge or -1, its utility, its visits started, the
-    second best score, whether there is a second)."""
-    best = -np.inf
-    second = -np.inf
-    best_i = -1
-    has_second = False
-    best_util = 0.0
-    best_started = 0
+    second best score, whether there is a second). w.score/util/started: scratch."""
+    score = w.score
+    util = w.util
+    started = w.started
+    # the scores first, then the best two: as `take_candidates`, the scan runs ahead on the rows
+    # without the compares' mispredictions
+    end = 0
     can_exit = False
     for i in range(ne):
         if i == max_needed:
             break
+        end = i + 1
         if use_skip and skip[i]:
             continue
         c = t.e_child[fe + i]
@@ -223,26 +229,38 @@ def best_child(t, p, node, fe, ne, puct, fpu, ds, m_on, skip, use_skip, max_need
                     u += m_utility(t, p, node, c, u)
             else:
                 u = fpu
-        sc = t.e_p[fe + i] * puct / (1 + ns) + u
+        score[i] = t.e_p[fe + i] * puct / (1 + ns) + u
+        util[i] = u
+        started[i] = ns
+        if can_exit:
+            break
+        if ns == 0:
+            can_exit = True
+    best = -np.inf
+    second = -np.inf
+    best_i = -1
+    has_second = False
+    best_util = 0.0
+    best_started = 0
+    for i in range(end):
+        if use_skip and skip[i]:
+            continue
+        sc = score[i]
         if sc > best:
             if best_i >= 0:
                 has_second = True
             second = best
             best = sc
             best_i = i
-            best_util = u
-            best_started = ns
+            best_util = util[i]
+            best_started = started[i]
         elif sc > second:
             second = sc
             has_second = True
-        if can_exit:
-            break
-        if ns == 0:
-            can_exit = True
     return best_i, best_util, best_started, second, has_second
 
 
-@jit
+@jit(inline="always")  # one call site: a call passes the tree's 25 arrays as ~175 words on the stack
 def descend(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, want_estimate, max_limit, w, nout):
     """A single visit from `node`: a plain descent to a leaf or a collision (the choices `share` would
     make, without its bookkeeping). Returns (entries, max_limit)."""
@@ -260,7 +278,7 @@ def descend(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, w
         if use_skip and root_filter:
             max_needed = ne
         best_i, best_util, best_started, second, has_second = best_child(t, p, node, fe, ne, puct, fpu, ds, m_on,
-                                                                          skip, use_skip, max_needed)
+                                                                          skip, use_skip, max_needed, w)
         if best_i < 0:  # every edge excluded (cannot happen: the best root move never is)
             cancel_path(t, node, 1, root)
             return nout, max_limit
@@ -272,18 +290,18 @@ def descend(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, w
         if t.term[child] == TWO_FOLD and depth < t.m[child]:
             revert_two_fold(t, s, child, depth, root)
         depth += 1
-        if t.n[child] == 0 and fetch_add(t.nif, child, 1) > 0:  # collision
-            fetch_add(t.nif, child, -1)
+        if t.n[child] == 0 and nif_add(t, child, 1) > 0:  # collision
+            nif_add(t, child, -1)
             return emit(w, nout, child, depth, 1, max_limit if (want_estimate and max_limit > 1) else 0), max_limit
         if t.n[child] != 0:
-            fetch_add(t.nif, child, 1)
+            nif_add(t, child, 1)
         if t.n[child] == 0 or t.term[child] != NON_TERMINAL:
             return emit(w, nout, child, depth, 0, 0), max_limit
         node = child
         use_skip = False
 
 
-@jit
+@jit(inline="always")  # as `descend`
 def share(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, cur_limit, max_limit, w, nout, sp):
     """`cur_limit` (> 1) visits from `node` handed out by PUCT: each round the best child takes visits
     until the second best would overtake it; leaves are emitted, children with visits left pushed on
@@ -328,22 +346,22 @@ def share(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, cur
         child = new_child(t, node, best_i)
         if t.term[child] == TWO_FOLD and depth < t.m[child]:
             revert_two_fold(t, s, child, depth, root)
-        if t.n[child] == 0 and fetch_add(t.nif, child, 1) > 0:
+        if t.n[child] == 0 and nif_add(t, child, 1) > 0:
             # collision: lc0's next rounds pick this child again and again with the same
             # estimate: every visit left waits at it
-            fetch_add(t.nif, child, -1)
+            nif_add(t, child, -1)
             vtp[best_i] += cur_limit
             cur_limit = 0
             break
         if t.n[child] != 0:
-            fetch_add(t.nif, child, 1)
+            nif_add(t, child, 1)
         vtp[best_i] += new_visits
         cur_limit -= new_visits
         was_unstarted = started[best_i] == 0
         started[best_i] += 1
         new_visits -= 1
         if t.n[child] > 0 and t.term[child] == NON_TERMINAL:
-            fetch_add(t.nif, child, new_visits)
+            nif_add(t, child, new_visits)
             started[best_i] += new_visits
         else:
             vtp[best_i] -= 1
@@ -428,6 +446,9 @@ def take_candidates(t, p, node, fe, puct, fpu, ds, m_on, skip, use_skip, max_nee
     score = w.score
     hs = w.hs
     hi = w.hi
+    # the scores first, then the heap: the scan then runs ahead on the children's rows (misses of
+    # four arrays each) without the heap's compares, mispredicted, flushing it (~20 % of a pick)
+    i0 = last + 1
     while True:
         i = last + 1
         if i >= max_needed:
@@ -451,14 +472,17 @@ def take_candidates(t, p, node, fe, puct, fpu, ds, m_on, skip, use_skip, max_nee
             else:
                 sc = pi * puct / (1 + ns) + fpu
         score[i] = sc
-        hs[nc] = -sc
-        hi[nc] = i
-        heap_sift_up(hs, hi, nc)
-        nc += 1
         if first_unstarted >= 0:
             break
         if started[i] == 0:
             first_unstarted = i
+    for i in range(i0, last + 1):
+        if use_skip and skip[i]:
+            continue
+        hs[nc] = -score[i]
+        hi[nc] = i
+        heap_sift_up(hs, hi, nc)
+        nc += 1
     return nc, last, first_unstarted
 
 
@@ -466,7 +490,7 @@ def take_candidates(t, p, node, fe, puct, fpu, ds, m_on, skip, use_skip, max_nee
 # Root moves: searchmoves, smart pruning, and lc0's best-child order (GetBestChildrenNoTemperature)
 
 
-@jit
+@jit(inline="always")  # a call per pick passed the tree's arrays on the stack
 def root_skip(t, skip, allowed, use_allowed, remaining, best_i):
     """Root edges not to search: outside `searchmoves`, or hopeless under smart pruning (fewer
     playouts left than the visits they lack to the best move). Returns whether any is skipped."""

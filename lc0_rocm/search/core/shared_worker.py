@@ -141,7 +141,7 @@ def mark_first_visits(t, npk, w):
             nfirst += 1
 
 
-@jit
+@jit(inline="always")  # one call site, once a pick: its arguments cost more than its loop
 def extend_first_visits(t, p, c, b, root, npk, count, w):
     """Outside the lock: the i-th first visit's node-local work into batch row count + i (the pick
     holds at most the batch's free rows), its legal moves into that row's codes."""
@@ -154,7 +154,7 @@ def extend_first_visits(t, p, c, b, root, npk, count, w):
                     w.ext_info, w.ext_keys, i)
 
 
-@jit
+@jit(inline="always")  # a call per pick passed ~70 arrays on the stack
 def commit_picked(t, s, p, c, b, root, npk, count, w, clk):
     """Under the lock, in pick order: `worker.extend_picked`'s second half for leaves extended by
     `extend_first_visits` (rows moved down over terminals and cache hits). Returns (rows in the batch,
