@@ -157,6 +157,11 @@ def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, key
     transform, tablebase mark); keys[i] the cache key."""
     if node != root:
         set_child_position(t, node)
+    hist = int(p[P_CACHE_HISTORY])
+    key = np.uint64(0)
+    if hist < 7:  # the key now: its cache slot loads while the moves are generated
+        key = history_key(t, node, hist)
+        nncache.prefetch_slot(c, key)
     ncodes, check = rules.legal_moves(t.bbs[node], t.black[node], t.castling[node], t.ep[node],
                                       t.meta[M_960] != 0, codes)
     info[i, 0] = LEAF_TERMINAL
@@ -168,8 +173,6 @@ def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, key
         if kind != NON_TERMINAL:
             make_terminal(t, node, DRAW, plies, kind, root)
             return
-    hist = int(p[P_CACHE_HISTORY])
-    key = np.uint64(0)
     tb = 0
     if node != root and p[P_TB_PIECES] > 0 and t.rule50[node] == 0 and t.castling[node] == 0:
         occ = np.uint64(0)
@@ -180,7 +183,6 @@ def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, key
     info[i, 2] = ncodes
     info[i, 4] = tb
     if hist < 7:
-        key = history_key(t, node, hist)
         keys[i] = key
         if tb == 0 and _cache_hit(c, key, info, i):
             return

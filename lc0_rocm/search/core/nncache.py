@@ -19,6 +19,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...jit import jit
+from .spinlock import prefetch
 
 CacheArrays = namedtuple("CacheArrays", ["keys", "qdm", "count", "pos", "order", "prior", "meta"])
 # meta: [0] ring write position (absolute), [1] ring size, [2] slot mask (-1: cache off), [3] entries stored
@@ -58,6 +59,21 @@ def copy_entries(src, dst):
             cnt = src.count[s]
             store(dst, src.keys[s], src.qdm[s, 0], src.qdm[s, 1], src.qdm[s, 2], cnt, src.order[off:off + cnt],
                   src.prior[off:off + cnt])
+
+
+@jit
+def prefetch_slot(c, key):
+    """Start loading the lines `lookup` and `store` of `key` read first (its first slot's position and
+    key, Q/D/M and count), so that a lookup a few hundred cycles later finds them in the CPU's caches
+    (the table is megabytes, each probe a miss)."""
+    mask = c.meta[2]
+    if mask < 0:
+        return
+    s = np.int64(key & np.uint64(0x7FFFFFFFFFFFFFFF)) & mask
+    prefetch(c.pos, s)
+    prefetch(c.keys, s)
+    prefetch(c.count, s)
+    prefetch(c.qdm[s], 0)
 
 
 @jit

@@ -120,6 +120,26 @@ def _sleep_us(typingctx, us):
     return sig, codegen
 
 
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Ask for the cache line of arr[idx] (LLVM's llvm.prefetch: a read, kept in every cache level;
+    never faults): a load known in advance, e.g. an NN-cache slot while other work goes on."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1):
+        return None
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        i8p = ir.IntType(8).as_pointer()
+        ptr = builder.bitcast(_element_pointer(context, builder, signature, args), i8p)
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 
 
