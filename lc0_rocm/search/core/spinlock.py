@@ -7,7 +7,7 @@ an int32/int64 array themselves (numba `@intrinsic`; cached like any compiled fu
 one int64 word: a count of readers (`lock_shared`), a writer bit (`lock`) and a bit by which a waiting
 writer keeps new readers out. A waiting thread spins, then yields its core (libc's `sched_yield`) so
 that a holder sharing the core gets to run, and a waiting reader after a while sleeps (libc's `usleep`;
-`_pause`).
+`_pause`). `prefetch` (LLVM's llvm.prefetch) starts a load the search knows it will make.
 """
 
 from __future__ import annotations
