@@ -139,8 +139,22 @@ def random_fill(masks, values, n, seed, hm, want, nwant, policy, q, d):
 
 
 @jit
+def _pair_hashed(a, hb):
+    """_pair(a, b) with hb = _K + _hash(b) known."""
+    h = _K + _hash(a)
+    return h ^ (hb + (h << np.uint64(6)) + (h >> np.uint64(2)))
+
+
+_ONE_BITS = np.uint32(0x3F800000)  # a plane's usual value, 1.0f
+_ONE_HASHED = np.uint64((int(_K) + int(_M1) * (int(_ONE_BITS) + int(_A1))
+                         + int(_M2) * ((int(_ONE_BITS) >> 31) + int(_A2))) % 2**64)  # _K + _hash(1.0f's bits)
+
+
+@jit
 def _four_chains(masks, bits, j0, n, seed):
-    """lc0's hash of the planes of positions j0 .. j0 + 3 (those past n repeat the last one)."""
+    """lc0's hash of the planes of positions j0 .. j0 + 3 (those past n repeat the last one). A plane
+    whose value is 1.0 in all four (all but the rule-50 plane, as the encoders write them) takes the
+    value's hash from a constant: a quarter of the multiplications."""
     h0 = seed
     h1 = seed
     h2 = seed
@@ -149,10 +163,21 @@ def _four_chains(masks, bits, j0, n, seed):
     j2 = min(j0 + 2, n - 1)
     j3 = min(j0 + 3, n - 1)
     for p in range(masks.shape[1]):
-        h0 = _pair(_pair(h0, masks[j0, p]), np.uint64(bits[j0, p]))
-        h1 = _pair(_pair(h1, masks[j1, p]), np.uint64(bits[j1, p]))
-        h2 = _pair(_pair(h2, masks[j2, p]), np.uint64(bits[j2, p]))
-        h3 = _pair(_pair(h3, masks[j3, p]), np.uint64(bits[j3, p]))
+        h0 = _pair(h0, masks[j0, p])
+        h1 = _pair(h1, masks[j1, p])
+        h2 = _pair(h2, masks[j2, p])
+        h3 = _pair(h3, masks[j3, p])
+        if bits[j0, p] == _ONE_BITS and bits[j1, p] == _ONE_BITS and bits[j2, p] == _ONE_BITS \
+                and bits[j3, p] == _ONE_BITS:
+            h0 = _pair_hashed(h0, _ONE_HASHED)
+            h1 = _pair_hashed(h1, _ONE_HASHED)
+            h2 = _pair_hashed(h2, _ONE_HASHED)
+            h3 = _pair_hashed(h3, _ONE_HASHED)
+        else:
+            h0 = _pair(h0, np.uint64(bits[j0, p]))
+            h1 = _pair(h1, np.uint64(bits[j1, p]))
+            h2 = _pair(h2, np.uint64(bits[j2, p]))
+            h3 = _pair(h3, np.uint64(bits[j3, p]))
     return h0, h1, h2, h3
 
 

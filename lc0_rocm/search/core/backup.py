@@ -281,7 +281,11 @@ def expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, compact,
     cache's lock `clk`): writes only the leaf's own node, which no other search thread reads before
     its backup (a node without visits is a collision to them). `policy`: a network's rows [*, 1858],
     or with `compact` each row's logits of its legal moves in generator order (`priors`)."""
+    if count > 0:
+        nncache.prefetch_slot(c, b.key[0])
     for j in range(count):
+        if j + 1 < count:  # the next row's cache slot loads while this row's priors are worked out
+            nncache.prefetch_slot(c, b.key[j + 1])
         if b.tb[j] >= TB_RESULT - 1:  # a tablebase result: a terminal, the network's output unused
             continue
         node = b.node[j]

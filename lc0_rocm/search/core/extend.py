@@ -22,6 +22,7 @@ from . import nncache
 from ...board import rules
 from .backup import make_terminal, rescale_value
 from .batch import S_CACHE_HITS, S_IN_FLIGHT, TB_PENDING
+from .prefetch import prefetch
 from .spinlock import fetch_add
 from .packed_params import P_CACHE_HISTORY, P_FILL, P_INPUT_FORMAT, P_TB_PIECES, P_TWO_FOLD
 from .tree import DRAW, END_OF_GAME, M_960, M_ETOP, M_STARTPOS, NON_TERMINAL, TWO_FOLD, WIN
@@ -45,6 +46,19 @@ def set_child_position(t, node):
     t.rule50[node] = rule50
     t.key[node] = rules.position_key(t.bbs[node], black, castling, ep)
     t.reps[node] = rules.repetitions(node, t.parent, t.key, t.bbs, t.castling, t.black, t.ep, t.rule50, t.reps)
+
+
+@jit
+def prefetch_history(t, node):
+    """Start loading the positions of the grandparent and the five before it, which the input planes
+    read after the move generation: rows written long ago, out of the CPU's caches."""
+    q = t.parent[t.parent[node]]
+    for _ in range(6):
+        if q < 0:
+            break
+        prefetch(t.bbs[q], 0)
+        prefetch(t.bbs[q], 11)
+        q = t.parent[q]
 
 
 @jit
@@ -156,12 +170,13 @@ def extend_leaf(t, p, c, node, depth, root, codes, masks, values, row, info, key
     the network gets its planes in masks/values[row]. info[i] = (LEAF_*, cache slot, move count,
     transform, tablebase mark); keys[i] the cache key."""
     if node != root:
+        prefetch_history(t, node)
         set_child_position(t, node)
     hist = int(p[P_CACHE_HISTORY])
     key = np.uint64(0)
-    if hist < 7:  # the key now: its cache slot comes in while the legal moves are generated
+    if hist < 7:  # the key now: its cache slot loads while the moves are generated
         key = history_key(t, node, hist)
-        nncache.warm(c, key)
+        nncache.prefetch_slot(c, key)
     ncodes, check = rules.legal_moves(t.bbs[node], t.black[node], t.castling[node], t.ep[node],
                                       t.meta[M_960] != 0, codes)
     info[i, 0] = LEAF_TERMINAL

@@ -1,5 +1,7 @@
 """A hint that brings an array element's cache line in ahead of its use (LLVM's `llvm.prefetch`), for
-compiled code: a leaf's NN-cache slot while its legal moves are generated (search/core/extend.py). A
+compiled code: a leaf's NN-cache slot while its legal moves are generated and the next row's while a
+leaf's priors are computed (nncache.prefetch_slot), the history rows the input planes read
+(extend.prefetch_history) and the next first visit's parent position (shared_worker.py). A
 prefetch never faults and changes no value: only when the memory arrives. (The tree rows of a node's
 children prefetched before a pick's scan made picks slower on the VM: they are mostly in the caches.)"""
 

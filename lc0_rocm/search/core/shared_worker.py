@@ -33,6 +33,7 @@ from .counters import K_BACKUP, K_COMMIT, K_EXPAND, K_EXTEND, K_PICK, K_WAIT, N_
 from .extend import LEAF_BATCH, LEAF_CACHED, commit_leaf, encode_leaf, extend_leaf
 from .packed_params import P_CACHE_HISTORY, P_EXACT_LIMIT, P_OUT_OF_ORDER
 from .pick import best_edge, pick_nodes, root_report, root_skip
+from .prefetch import prefetch
 from .spinlock import fetch_add, lock, lock_shared, unlock, unlock_shared
 from .tree import M_ROOT, NON_TERMINAL, TWO_FOLD
 from .worker import back_up_out_of_order, hold_visit, keep_collisions, stopped
@@ -149,6 +150,10 @@ def extend_first_visits(t, p, c, b, root, npk, count, w):
         i = w.first[k]
         if i < 0:
             continue
+        if k + 1 < npk and w.first[k + 1] >= 0:  # the next leaf's parent position loads meanwhile
+            par = t.bbs[t.parent[w.out_node[k + 1]]]
+            prefetch(par, 0)
+            prefetch(par, 11)
         row = count + i
         extend_leaf(t, p, c, w.out_node[k], w.out_depth[k], root, b.codes[row], b.masks, b.values, row,
                     w.ext_info, w.ext_keys, i)
