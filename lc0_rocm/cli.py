@@ -9,8 +9,16 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import importlib
 import sys
+
+# At its exit the interpreter's last collections walk every object a run made (numba's compiled code,
+# the net's layers, the games' arrays): 0.4-0.6 s after `analyse` on the 2-core VM, 0.15 s frozen
+# (docs/perf.md), and a GUI waits that long after `quit`. Frozen, those objects are left to the
+# process's end, as everything the collections would have found is: the commands close their files.
+atexit.register(gc.freeze)
 
 # sub-command -> (module under lc0_rocm.commands, one-line help)
 COMMANDS = {
