@@ -146,8 +146,8 @@ def _pair_hashed(a, hb):
 
 
 _ONE_BITS = np.uint32(0x3F800000)  # a plane's usual value, 1.0f
-_ONE_HASHED = np.uint64((int(_K) + int(_M1) * (int(_ONE_BITS) + int(_A1))
-                         + int(_M2) * ((int(_ONE_BITS) >> 31) + int(_A2))) % 2**64)  # _K + _hash(1.0f's bits)
+with np.errstate(over="ignore"):  # uint64 arithmetic wraps, as in the compiled code
+    _ONE_HASHED = _K + _hash.py_func(np.uint64(_ONE_BITS))  # _K + _hash(1.0f's bits), `_pair_hashed`'s hb
 
 
 @jit
