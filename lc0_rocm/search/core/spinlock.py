@@ -28,8 +28,9 @@ YIELDS_BEFORE_SLEEP = 16  # a legitimate wait (a pick, a batch's backup) is over
 SLEEP_US = 20
 
 
-def _element_pointer(context, builder, signature, args):
-    """Pointer to args[0][args[1]] (the index cast to intp)."""
+def element_pointer(context, builder, signature, args):
+    """Pointer to args[0][args[1]] (the index cast to intp), for an intrinsic's codegen (also
+    search/core/prefetch.py's)."""
     aryty = signature.args[0]
     array = make_array(aryty)(context, builder, args[0])
     idx = context.cast(builder, args[1], signature.args[1], types.intp)
@@ -49,7 +50,7 @@ def cas(typingctx, arr, idx, expected, new):
     sig = dt(arr, idx, expected, new)
 
     def codegen(context, builder, signature, args):
-        ptr = _element_pointer(context, builder, signature, args)
+        ptr = element_pointer(context, builder, signature, args)
         exp = context.cast(builder, args[2], signature.args[2], dt)
         val = context.cast(builder, args[3], signature.args[3], dt)
         pair = builder.cmpxchg(ptr, exp, val, "seq_cst", "seq_cst")
@@ -67,7 +68,7 @@ def fetch_add(typingctx, arr, idx, value):
     sig = dt(arr, idx, value)
 
     def codegen(context, builder, signature, args):
-        ptr = _element_pointer(context, builder, signature, args)
+        ptr = element_pointer(context, builder, signature, args)
         val = context.cast(builder, args[2], signature.args[2], dt)
         return builder.atomic_rmw("add", ptr, val, "seq_cst")
 
@@ -82,7 +83,7 @@ def _store(typingctx, arr, idx, value):
     sig = types.void(arr, idx, value)
 
     def codegen(context, builder, signature, args):
-        ptr = _element_pointer(context, builder, signature, args)
+        ptr = element_pointer(context, builder, signature, args)
         val = context.cast(builder, args[2], signature.args[2], types.int64)
         builder.atomic_rmw("xchg", ptr, val, "seq_cst")
         return context.get_dummy_value()
@@ -99,7 +100,7 @@ def _load(typingctx, arr, idx):
     sig = types.int64(arr, idx)
 
     def codegen(context, builder, signature, args):
-        ptr = _element_pointer(context, builder, signature, args)
+        ptr = element_pointer(context, builder, signature, args)
         return builder.load_atomic(ptr, "seq_cst", 8)
 
     return sig, codegen
