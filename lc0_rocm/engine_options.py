@@ -122,6 +122,8 @@ SPECS: tuple[Spec, ...] = (
        "GPU 3 on a host with more than two cores (two a card with several), with random/trivial one a core "
        "up to 4, else one thread keeping two batches in flight)",
        short="t"),
+    _i("TaskWorkers", -1, -1, 128, "task-workers", "helper threads per search thread that share its batch's "
+       "row-wise work (extension, evaluation on the host, expansion) while it picks alone; -1: automatic"),
     _i("MinibatchSize", 0, 0, 1024, "minibatch-size", "positions per NN batch; 0: the backend's choice"),
     _f("CPuct", 1.745, 0.0, 100.0, "cpuct", "exploration constant of PUCT"),
     _f("CPuctBase", 38739.0, 1.0, 1e9, "cpuct-base", "visits over which cpuct grows"),
@@ -206,7 +208,6 @@ SPECS: tuple[Spec, ...] = (
 # prefetching): accepted from setoption and flags, no effect, not listed by `uci`.
 COMPATIBLE_ONLY: tuple[Spec, ...] = (
     _i("MaxConcurrentSearchers", 1, 0, 128, "max-concurrent-searchers"),
-    _i("TaskWorkers", -1, -1, 128, "task-workers"),
     _i("MinimumProcessingWork", 20, 2, 100000, "minimum-processing-work"),
     _i("MinimumPickingWork", 1, 1, 100000, "minimum-picking-work"),
     _i("MinimumRemainingPickingWork", 20, 0, 100000, "minimum-remaining-picking-work"),

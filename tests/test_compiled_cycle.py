@@ -122,7 +122,7 @@ def test_the_compiled_dispatch_is_the_backends_evaluation(backend, options):
     values = np.ones((8, planes.values.shape[1]), np.float32)
     masks[:3], values[:3] = planes.masks, planes.values
     want, nwant = every_index(8)
-    assert evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d,
+    assert evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 0, 3, want, nwant, policy, q, d,
                     m) == 0
     assert np.array_equal(policy[:3], want_out.policy) and np.array_equal(q[:3], want_out.q)
     assert np.array_equal(d[:3], want_out.d)
@@ -134,7 +134,7 @@ def test_the_compiled_dispatch_is_the_backends_evaluation(backend, options):
     rng = np.random.default_rng(1)
     want = rng.integers(0, want_out.policy.shape[1], size=(8, 40)).astype(np.int32)
     nwant = np.array([40, 0, 17, 0, 0, 0, 0, 0], np.int32)
-    assert evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 3, want, nwant, policy, q, d,
+    assert evaluate(entry.kind, entry.ints, entry.words, entry.floats, masks, values, 0, 3, want, nwant, policy, q, d,
                     m) == 0
     for j in range(3):
         asked = want_out.policy[j, want[j, :nwant[j]]]

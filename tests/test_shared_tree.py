@@ -75,6 +75,9 @@ def _check_tree(s: Search) -> None:
     (4, 16, {}),  # many small picks: the lock changes hands all the time
     (3, 64, {"out_of_order_eval": False}),  # terminals and cache hits kept in the batch
     (3, 64, {"nps_limit": 1e9}),  # NodesPerSecondLimit: batches through Python (`Search._lane_loop`)
+    (2, 256, {"task_workers": 2}),  # each thread's helpers extend, evaluate and expand its rows (core/team.py)
+    (3, 16, {"task_workers": 1}),
+    (2, 64, {"task_workers": 3, "out_of_order_eval": False}),
 ])
 def test_threads_share_one_tree(threads, minibatch, options):
     ev = _evaluator()
@@ -180,6 +183,47 @@ def test_one_thread_alone_then_several_on_the_same_tree():
     assert last.error is None and last.root.n == 8000
     assert tree.arrays.meta[M_ALONE] == int(len(last._lanes) <= 1)
     _check_tree(last)
+
+
+def test_task_workers_leave_one_thread_its_tree(monkeypatch):
+    """One search thread picks alone and its batches are one at a time, so its tree is the same
+    whatever its task workers (core/team.py) do of each batch's rows: the root's visits and values
+    equal those of the thread alone, bit for bit, and the tree is a search tree."""
+    import lc0_rocm.search.search as search_module
+
+    monkeypatch.setattr(search_module, "search_threads", lambda params, backend, cores=None: 1)
+    reports = []
+    for workers in (0, 2, 1):
+        ev = _evaluator()
+        s = _search(ev, KIWIPETE, nodes=6000, threads=0, task_workers=workers, minibatch_size=128)
+        s.run()
+        assert s.error is None and s.root.n == 6000
+        assert s.compiled_lanes is not None and len(s._lanes) == 1
+        assert len(s._lanes[0].helper_work) == workers
+        assert s.tree.arrays.meta[M_ALONE] == 1  # the helpers write no visit in flight nor a row
+        _check_tree(s)
+        t, root = s.tree.arrays, s.tree.root_row
+        fe, ne = int(t.first_edge[root]), int(t.num_edges[root])
+        kids = t.e_child[fe:fe + ne]
+        reports.append([(int(t.e_code[fe + i]), int(t.n[c]) if c >= 0 else 0, float(t.wl[c]) if c >= 0 else 0.0)
+                        for i, c in enumerate(kids)])
+    assert reports[1] == reports[0] and reports[2] == reports[0]
+
+
+def test_task_workers_follow_the_host():
+    """TaskWorkers -1: helpers for a backend evaluating in each search thread where the host has cores
+    to spare beside them, at most AUTO_TASK_WORKERS; none for a GPU's or the cpu backend."""
+    from lc0_rocm.search.params import AUTO_TASK_WORKERS, params_from_settings, task_workers
+
+    params = SearchParams()
+    random_backend = _evaluator().backend
+    cpu_backend = create_backend("cpu", load_net(NET))
+    assert task_workers(params, random_backend, 2, cores=2) == 0
+    assert task_workers(params, random_backend, 1, cores=16) == AUTO_TASK_WORKERS
+    assert task_workers(params, random_backend, 4, cores=8) == 0
+    assert task_workers(params, cpu_backend, 1, cores=16) == 0
+    assert task_workers(SearchParams(task_workers=2), cpu_backend, 1, cores=2) == 2
+    assert params_from_settings({"TaskWorkers": 2}).task_workers == 2  # the UCI option
 
 
 def test_threads_zero_follows_the_host():

@@ -113,7 +113,7 @@ def test_per_pv_counters_report_each_lines_visits():
 
 
 def test_lc0_worker_options_are_accepted_without_effect():
-    out = _session(["setoption name TaskWorkers value 4", "setoption name MaxPrefetch value 0",
+    out = _session(["setoption name MinimumProcessingWork value 4", "setoption name MaxPrefetch value 0",
                     "setoption name MaxCollisionEvents value 32", "setoption name MinimumPickingWork value 5",
                     "isready", "go nodes 20"])
     assert not [x for x in out if "error" in x], out

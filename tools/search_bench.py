@@ -71,6 +71,7 @@ POSITIONS = [
 
 
 THREADS = 0  # lc0's Threads for the in-process searches (--threads)
+TASK_WORKERS = -1  # TaskWorkers for them (--task-workers)
 COUNTERS = False  # each search thread's cycle counters (--counters)
 
 
@@ -85,7 +86,8 @@ def run_search(backend: Backend, net, position, nodes: int, minibatch: int, pipe
     ev = LeafEvaluator(backend, net.input_format)
     position = GamePosition.parse(fen, moves)
     params = params_from_settings({"MinibatchSize": minibatch, "SmartPruningFactor": 0,
-                                 "Threads": THREADS if pipeline else 1})  # Threads 1: no pipelining
+                                 "Threads": THREADS if pipeline else 1,  # Threads 1: no pipelining
+                                 "TaskWorkers": TASK_WORKERS})
     s = new_search(position, ev, params, SearchLimits(nodes=nodes), has_wdl=net.has_wdl, has_mlh=net.has_moves_left)
     s.cycle_counters = COUNTERS
     t0 = time.perf_counter()
@@ -422,6 +424,8 @@ def main(argv=None) -> int:
     ap.add_argument("--backend-opts", "-o", default="", help="lc0-style backend options")
     ap.add_argument("--minibatch", type=int, default=0, help="MinibatchSize (0: the backend's suggestion)")
     ap.add_argument("--threads", type=int, default=0, help="Threads (search threads; 0: automatic, 1: one batch at a time)")
+    ap.add_argument("--task-workers", type=int, default=-1,
+                    help="TaskWorkers (helpers a search thread; -1: automatic)")
     ap.add_argument("--counters", action="store_true",
                     help="nps mode: each compiled search thread's cycle counters per run (phases, locks)")
     ap.add_argument("--cores", type=int, default=0,
@@ -441,8 +445,9 @@ def main(argv=None) -> int:
     if not 1 <= args.positions <= len(POSITIONS) or args.nodes < 1 or args.repeat < 1 or args.batches < 1:
         ap.error("--positions, --nodes, --repeat and --batches must be positive (positions at most "
                  f"{len(POSITIONS)})")
-    global THREADS, COUNTERS
+    global THREADS, COUNTERS, TASK_WORKERS
     THREADS = max(0, args.threads)
+    TASK_WORKERS = args.task_workers
     COUNTERS = args.counters
     if args.cores > 0:
         import lc0_rocm.search.search as search_module

@@ -1,5 +1,5 @@
 """The compiled evaluations of lc0's `random` and `trivial` backends and of a GPU runner, and the one way
-compiled code calls them: `evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q, d, m)`.
+compiled code calls them: `evaluate(kind, ints, words, floats, masks, values, lo, n, want, nwant, policy, q, d, m)`.
 
 numba cannot take a Python callable, so a backend whose evaluation is compiled describes it as a small
 integer `kind` (KIND_*) and its numbers in three arrays (`CompiledEval`, from `Backend.compiled_eval()`),
@@ -45,9 +45,11 @@ CompiledEval = namedtuple("CompiledEval", ["kind", "ints", "words", "floats", "p
 
 
 @jit
-def evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q, d, m):
-    """The first `n` positions of masks/values [*, 112] into policy, q, d (and m, KIND_GPU) with the kernel
-    of `kind`; returns 0, or KIND_GPU's failure (gpu_round_trip.round_trip: a hipError_t, NO_GRAPH).
+def evaluate(kind, ints, words, floats, masks, values, lo, n, want, nwant, policy, q, d, m):
+    """Positions lo .. n-1 of masks/values [*, 112] into policy, q, d (and m, KIND_GPU) with the kernel
+    of `kind` (a host kernel's rows are independent: a search thread's task workers take ranges of
+    them, search/core/team.py; KIND_GPU evaluates rows 0 .. n-1 whatever `lo`); returns 0, or
+    KIND_GPU's failure (gpu_round_trip.round_trip: a hipError_t, NO_GRAPH).
     Position j's policy is needed at the indices want[j, :nwant[j]] only (its legal moves: lc0's
     backends compute a logit when the search asks for it), compact: the logit of want[j, k] into
     policy[j, k] (a kernel whose policy is CompiledEval.policy_row writes none); at every index, into
@@ -59,14 +61,14 @@ def evaluate(kind, ints, words, floats, masks, values, n, want, nwant, policy, q
         return status
     if kind == KIND_RANDOM:
         if ints[1] != 0:  # uniform: the policy row is fixed (CompiledEval.policy_row)
-            for j in range(n):
+            for j in range(lo, n):
                 q[j] = 0.0
                 d[j] = 0.0
         else:
-            random_fill(masks, values, n, np.uint64(ints[0]), words, want, nwant, policy, q, d)
+            random_fill(masks, values, lo, n, np.uint64(ints[0]), words, want, nwant, policy, q, d)
     elif kind == KIND_TRIVIAL:
-        trivial_fill(masks, n, floats, q)
-        for j in range(n):
+        trivial_fill(masks, lo, n, floats, q)
+        for j in range(lo, n):
             d[j] = 0.0
     return 0
 
@@ -121,13 +123,13 @@ def every_index(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @jit
-def random_fill(masks, values, n, seed, hm, want, nwant, policy, q, d):
-    """lc0's random outputs of the first `n` positions into policy [*, 1858], q, d (float32); `hm`:
+def random_fill(masks, values, lo, n, seed, hm, want, nwant, policy, q, d):
+    """lc0's random outputs of positions lo .. n-1 into policy [*, 1858], q, d (float32); `hm`:
     `policy_hashes()`; the policy at want[j, :nwant[j]] only, into policy[j, :nwant[j]] (compact), or
     everywhere (nwant[j] < 0). A position's 224 chained hashes wait each for the one before (latency
     bound), so four positions' chains run side by side (1.8x a position on the 2-core VM, same bits)."""
     bits = values.view(np.uint32)  # lc0 hashes the planes' values as their IEEE bits
-    for j0 in range(0, n, 4):
+    for j0 in range(lo, n, 4):
         h0, h1, h2, h3 = _four_chains(masks, bits, j0, n, seed)
         _random_outputs(j0, h0, hm, want, nwant, policy, q, d)
         if j0 + 1 < n:
@@ -239,10 +241,10 @@ def _bare(queen, rook, knight, bishop):
 
 
 @jit
-def trivial_fill(masks, n, tables, q):
-    """q[j] of the first `n` positions from their 112 plane masks (planes 0-5 ours, 6-11 theirs);
+def trivial_fill(masks, lo, n, tables, q):
+    """q[j] of positions lo .. n-1 from their 112 plane masks (planes 0-5 ours, 6-11 theirs);
     `tables`: TRIVIAL_TABLES."""
-    for j in range(n):
+    for j in range(lo, n):
         m = masks[j]
         s = np.float32(0.0)
         for k in range(5):

@@ -81,6 +81,6 @@ class RandomBackend(Backend):
         elif n:
             want, nwant = every_index(n)
             random_fill(np.ascontiguousarray(planes.masks, np.uint64), np.ascontiguousarray(planes.values, np.float32),
-                        n, np.uint64(self.seed), self._hm, want, nwant, policy, q, d)
+                        0, n, np.uint64(self.seed), self._hm, want, nwant, policy, q, d)
         wdl = np.stack([(1 + q - d) / 2, d, (1 - q - d) / 2], axis=1).astype(np.float32)
         return NetOutputs(policy=policy, wdl=wdl, q=q, d=d, mlh=None)

@@ -39,7 +39,7 @@ class TrivialBackend(Backend):
         n = len(planes)
         q = np.empty(n, np.float32)
         if n:
-            trivial_fill(np.ascontiguousarray(planes.masks, np.uint64), n, TRIVIAL_TABLES, q)
+            trivial_fill(np.ascontiguousarray(planes.masks, np.uint64), 0, n, TRIVIAL_TABLES, q)
         policy = np.empty((n, POLICY_SIZE), np.float32)  # writable, as every backend's: a read-only array
         policy[:] = TRIVIAL_POLICY  # (a broadcast view of one row) would give the compiled search a second signature
         return NetOutputs(policy=policy, wdl=None, q=q, d=np.zeros(n, np.float32), mlh=None)

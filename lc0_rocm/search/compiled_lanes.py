@@ -21,6 +21,7 @@ between batches) or a backend without a compiled evaluation: those keep `Search.
 
 from __future__ import annotations
 
+import queue
 import threading
 from typing import Optional
 
@@ -29,6 +30,7 @@ import numpy as np
 from ..backends.compiled_eval import NO_GRAPH, CompiledEval
 from .core import batch as bt
 from .core import cycle as cy
+from .core import team as tmw
 from .core import worker as wk
 from .core.packed_params import P_TB_PIECES
 
@@ -88,6 +90,8 @@ class CompiledLanes:
         s = self.search
         self.room[:] = s._lane_room()
         self._publish()
+        self.teams = [[_TaskWorker(f"search-{k + 1}-task-{i + 1}") for i in range(len(lane.helper_work))]
+                      for k, lane in enumerate(s._lanes)]
         threads = [threading.Thread(target=self._lane, args=(k,), name=f"search-{k + 1}", daemon=True)
                    for k in range(len(s._lanes))]
         for th in threads:
@@ -99,6 +103,9 @@ class CompiledLanes:
             s._stop_flag[bt.F_HALT] = 1
             for th in threads:
                 th.join()
+            for team in self.teams:
+                for h in team:
+                    h.close()
 
     def _watch(self) -> None:
         """The search's own thread during a round: the stoppers and info lines, every WATCH_INTERVAL_S."""
@@ -140,12 +147,29 @@ class CompiledLanes:
                 e.host.enter()
             while not s._halt.is_set():
                 with s._gate.inside(s._lanes_have_room, s._make_room_for_lanes):
-                    rc = cy.run_lane(s.tree.arrays, s.stats, s._packed, s.ev.cache.arrays, lane.slot.arrays, s._puct,
-                                     allowed, use_allowed, self.ctl, s.minibatch, s._max_ooo, s._stop_flag,
-                                     lane.work, lane.apply_work,
-                                     s._edge_n, s._report, s._lock_word, s._cache_lock, s.ev.index_tables, e.kind,
-                                     e.ints, e.words, e.floats, self.fixed[k], want, nwant, policy, q, d, m,
-                                     e.has_mlh, self.room, held, lane.ctr)
+                    # the task workers start on the same arrays (the gate keeps them while this thread is
+                    # inside) and return with run_lane (core/team.py)
+                    seen = tmw.epoch(lane.team)
+                    for h, w2 in zip(self.teams[k], lane.helper_work):
+                        h.start((s.tree.arrays, s._packed, s.ev.cache.arrays, lane.slot.arrays, lane.work,
+                                 s.ev.index_tables, e.kind, e.ints, e.words, e.floats, self.fixed[k], want, nwant,
+                                 policy, q, d, m, e.has_mlh, w2, s._cache_lock, lane.team, seen))
+                    try:
+                        rc = cy.run_lane(s.tree.arrays, s.stats, s._packed, s.ev.cache.arrays, lane.slot.arrays,
+                                         s._puct, allowed, use_allowed, self.ctl, s.minibatch, s._max_ooo,
+                                         s._stop_flag, lane.work, lane.apply_work,
+                                         s._edge_n, s._report, s._lock_word, s._cache_lock, s.ev.index_tables,
+                                         e.kind, e.ints, e.words, e.floats, self.fixed[k], want, nwant, policy, q, d,
+                                         m, e.has_mlh, self.room, held, lane.ctr, lane.team)
+                    except BaseException:
+                        tmw.quit_team(lane.team)  # the call never ran: its task workers wait for a job
+                        raise
+                    finally:
+                        for h in self.teams[k]:
+                            h.wait()
+                    for h in self.teams[k]:
+                        if h.error is not None:
+                            raise h.error
                 self.returns[rc] += 1
                 if rc == cy.RC_STOP:
                     return
@@ -183,3 +207,41 @@ class CompiledLanes:
             s._revert(slot, lane)
             raise
         s._apply(slot, out, lane)
+
+
+class _TaskWorker:
+    """A helper thread of one search thread (search/core/team.py): each `start` runs one compiled
+    `cycle.run_helper` call on the arguments given, which returns when the search thread's `run_lane`
+    does; `wait` waits for that. A call that fails (it cannot inside compiled code; a call with the
+    wrong types would) leaves the work to the others: `team.stand_in` says done to every job, claiming
+    none, so the search thread does that job's items itself."""
+
+    def __init__(self, name: str):
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._done = threading.Semaphore(0)
+        self.error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def start(self, args: tuple) -> None:
+        self._calls.put(args)
+
+    def wait(self) -> None:
+        self._done.acquire()
+
+    def close(self) -> None:
+        self._calls.put(None)
+        self._thread.join()
+
+    def _serve(self) -> None:
+        while True:
+            args = self._calls.get()
+            if args is None:
+                return
+            try:
+                cy.run_helper(*args)
+            except BaseException as exc:
+                self.error = exc
+                tmw.stand_in(args[-2], args[-1])
+            finally:
+                self._done.release()

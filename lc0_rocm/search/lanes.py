@@ -15,6 +15,7 @@ import numpy as np
 from ..encoding.packed import PackedPlanes
 from .core import backup as bk
 from .core import batch as bt
+from .core import team as tmw
 from .core import worker as wk
 from .core.counters import CTR_SIZE
 
@@ -38,16 +39,19 @@ class Slot:
 
 
 class Lane:
-    """One of several search threads sharing the tree: its batch buffer and scratch arrays, and its
-    cycle counters (search/core/counters.py; empty unless `counting`)."""
+    """One of several search threads sharing the tree: its batch buffer and scratch arrays, its cycle
+    counters (search/core/counters.py; empty unless `counting`), and its team word and its task
+    workers' scratch (search/core/team.py; `helpers` of them, each with an expansion scratch of its own)."""
 
-    __slots__ = ("slot", "work", "apply_work", "ctr")
+    __slots__ = ("slot", "work", "apply_work", "ctr", "team", "helper_work")
 
-    def __init__(self, capacity: int, max_ooo: int, counting: bool = False):
+    def __init__(self, capacity: int, max_ooo: int, counting: bool = False, helpers: int = 0):
         self.slot = Slot(capacity)
         self.work = wk.new_work(max(capacity, max_ooo), 64)
         self.apply_work = bk.new_apply_work()
         self.ctr = np.zeros(CTR_SIZE if counting else 0, np.int64)
+        self.team = tmw.new_team(helpers)
+        self.helper_work = [bk.new_apply_work() for _ in range(helpers)]
 
 
 class Gate:

@@ -57,6 +57,7 @@ class SearchParams:
     sticky_endgames: bool = _d("StickyEndgames")
     pipeline: bool = True  # gather the next batch while the backend evaluates this one
     threads: int = _d("Threads")  # lc0's Threads: search threads (0: automatic, see search_threads)
+    task_workers: int = _d("TaskWorkers")  # helpers per search thread (-1: automatic, see task_workers)
     multipv: int = _d("MultiPV")
     moves_left_max_effect: float = _d("MovesLeftMaxEffect")
     moves_left_threshold: float = _d("MovesLeftThreshold")
@@ -150,6 +151,22 @@ def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -
         return min(AUTO_KERNEL_LANES, cores - 1)
     gpus = int(getattr(backend, "device_count", 1))
     return max(1, min(max(AUTO_LANES, 2 * gpus), cores - 1))
+
+
+AUTO_TASK_WORKERS = 3  # TaskWorkers -1: helpers a search thread at most (measured: docs/perf.md)
+
+
+def task_workers(params: SearchParams, backend, lanes: int, cores: Optional[int] = None) -> int:
+    """Helper threads per search thread (lc0's TaskWorkers; search/core/team.py): they take its batch's
+    row-wise work while it picks. -1 (automatic): with a backend whose evaluation runs on the search
+    threads themselves (`concurrent`: random, trivial), AUTO_TASK_WORKERS each where the host has cores
+    to spare beside the search threads and one for the rest of the process; else none."""
+    if params.task_workers >= 0:
+        return params.task_workers
+    cores = cores or os.cpu_count() or 1
+    if not getattr(backend, "concurrent", False):
+        return 0
+    return max(0, min(AUTO_TASK_WORKERS, (cores - 1 - lanes) // max(1, lanes)))
 
 
 def batches_in_flight(params: SearchParams) -> int:
@@ -263,7 +280,7 @@ def params_from_options(options: Options, go: Optional[GoParams] = None, black_t
         smart_pruning_factor=o("SmartPruningFactor"),
         smart_pruning_minimum_batches=o("SmartPruningMinimumBatches"),
         two_fold_draws=o("TwoFoldDraws"), sticky_endgames=o("StickyEndgames"),
-        pipeline=o("Threads") != 1, threads=o("Threads"), multipv=o("MultiPV"), per_pv_counters=o("PerPVCounters"),
+        pipeline=o("Threads") != 1, threads=o("Threads"), task_workers=o("TaskWorkers"), multipv=o("MultiPV"), per_pv_counters=o("PerPVCounters"),
         moves_left_max_effect=o("MovesLeftMaxEffect"), moves_left_threshold=o("MovesLeftThreshold"),
         moves_left_slope=o("MovesLeftSlope"), moves_left_constant_factor=o("MovesLeftConstantFactor"),
         moves_left_scaled_factor=o("MovesLeftScaledFactor"),

@@ -49,11 +49,12 @@ from .core import worker as wk
 from .core import counters as ct
 from .core.counters import CTR_SIZE
 from .core.packed_params import P_TB_PIECES
+from .core.team import new_team
 from .core.tree import M_ALONE, M_TOP
 from .leaf_evaluator import LeafEvaluator
 from .lanes import AutoInline, Gate, Lane, Slot
 from .limits import IterationStats, SearchLimits
-from .params import SearchParams, batches_in_flight, search_threads, suggested_minibatch
+from .params import SearchParams, batches_in_flight, search_threads, suggested_minibatch, task_workers
 from .report import InfoLine
 from .stoppers import Stopper
 from .tree import EDGES_PER_ROW, NodeTree, NodeView
@@ -61,6 +62,7 @@ from .tree import EDGES_PER_ROW, NodeTree, NodeView
 DEADLINE_WATCH_MAX_WAIT_S = 0.1  # the deadline's watcher looks at least this often (lc0's kMaxWaitTimeMs)
 INFO_MIN_INTERVAL_S = 1.0  # an info line at least this often while the best move is unchanged
 _NO_STOP = np.zeros(bt.FLAGS_SIZE, dtype=np.int32)
+NO_TEAM = new_team(0)  # batches gathered through Python: no task workers (those serve the compiled cycle)
 _NO_OUTPUTS = NetOutputs(policy=np.zeros((0, POLICY_SIZE), np.float32), q=np.zeros(0, np.float32),
                          d=np.zeros(0, np.float32), wdl=None, mlh=None)
 
@@ -342,7 +344,8 @@ class Search:
         self._halt = threading.Event()
         self._halt_reason = ""
         self._in_flight = deque()
-        self._lanes = [Lane(self.minibatch, self._max_ooo, self.cycle_counters) for _ in range(count)]
+        helpers = task_workers(self.params, self.ev.backend, count)
+        self._lanes = [Lane(self.minibatch, self._max_ooo, self.cycle_counters, helpers) for _ in range(count)]
         allowed, use_allowed = self._root_allowed()
         root_row = self._root_row()
         t = self.tree.arrays
@@ -550,7 +553,7 @@ class Search:
                                          self._puct, allowed, use_allowed, float(remaining), cap, self._max_ooo,
                                          collisions_left, int(min(self.limits.nodes, 2**62)), stop_flag, work,
                                          self._edge_n, self._report, self._lock_word, self._cache_lock,
-                                         lane.ctr)
+                                         lane.ctr, NO_TEAM)
                 _count_total(lane, t0)
         slot.count = int(count)
         if self._packed[P_TB_PIECES] > 0:

@@ -49,8 +49,10 @@ def warm_up(evaluator: LeafEvaluator, has_wdl: bool = True, has_mlh: bool = Fals
             # the first with the engine's Threads, the second with its search threads (at least two
             # where it runs several: the shared tree's entry points load here too; one where it runs
             # one, so that a GPU backend builds no runner for threads the engine will not run)
+            # (the second with a task worker a thread: theirs load here too, core/team.py)
             params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0,
-                                  threads=(count if count > 1 else 1) if moves else threads)
+                                  threads=(count if count > 1 else 1) if moves else threads,
+                                  task_workers=1 if moves else -1)
             s = new_search(position, ev, params, SearchLimits(nodes=24), tree, has_wdl=has_wdl, has_mlh=has_mlh,
                            searchmoves=list(position.board.legal_moves)[:3], verbose_stats=True,
                            on_info=lambda lines: None, on_stats=lambda lines: None)

@@ -63,7 +63,7 @@ def test_a_lane_evaluates_as_its_runner(gpu, backend, name):
         for k, e in enumerate(entries):
             policy, q, d, m = outputs(e, 8)
             want, nwant = every_index(8)
-            st = evaluate(e.kind, e.ints, e.words, e.floats, masks, values, n, want, nwant, policy, q, d, m)
+            st = evaluate(e.kind, e.ints, e.words, e.floats, masks, values, 0, n, want, nwant, policy, q, d, m)
             assert st == 0  # the main runner captured size 5 in be.evaluate, the thread's own in its prepare
             runner = e.host.runner
             own = runner.collect(runner.submit(planes, be.mlh))  # the same graphs, launched from Python
@@ -96,7 +96,7 @@ def test_a_size_without_graphs_goes_the_eager_way_once(gpu):
         q, d, m = (np.zeros(8, np.float32) for _ in range(3))
         policy = np.zeros((8, 1858), np.float32)
         want, nwant = every_index(8)
-        args = (KIND_GPU, lane.words, lane.pin_in, lane.pin_out, masks, values, n, want, nwant, policy, q, d, m)
+        args = (KIND_GPU, lane.words, lane.pin_in, lane.pin_out, masks, values, 0, n, want, nwant, policy, q, d, m)
         assert evaluate(*args) == NO_GRAPH  # a fresh runner: nothing captured, nothing queued
         eager = lane.evaluate_eager(masks[:n], values[:n])  # runs it and captures size 5's graphs
         assert evaluate(*args) == 0
@@ -106,14 +106,16 @@ def test_a_size_without_graphs_goes_the_eager_way_once(gpu):
         runner.close()
 
 
-def _search(ev, fen, threads, nodes, minibatch=64):
+def _search(ev, fen, threads, nodes, minibatch=64, task_workers=-1):
     net = ev.backend.net
     return _shared_search(ev, fen, nodes=nodes, threads=threads, minibatch_size=minibatch, has_wdl=net.has_wdl,
-                          has_mlh=net.has_moves_left)
+                          has_mlh=net.has_moves_left, task_workers=task_workers)
 
 
-@pytest.mark.parametrize("name", NETS[:2])
-def test_threads_search_in_compiled_code_on_the_gpu(gpu, name):
+@pytest.mark.parametrize("name,task_workers", [(NETS[0], -1), (NETS[1], -1), (NETS[0], 2)])
+def test_threads_search_in_compiled_code_on_the_gpu(gpu, name, task_workers):
+    """Each thread's batches through its runner from compiled code; with TaskWorkers its helpers expand
+    the GPU's outputs (core/team.py's J_EXPAND)."""
     from lc0_rocm.backends.factory import create_backend
     from lc0_rocm.search.core import cycle as cy
     from lc0_rocm.search.leaf_evaluator import LeafEvaluator
@@ -122,10 +124,11 @@ def test_threads_search_in_compiled_code_on_the_gpu(gpu, name):
     ev = LeafEvaluator(create_backend("rocm-fp16", net), net.input_format)
     try:
         for fen in (None, KIWIPETE):
-            s = _search(ev, fen, threads=3, nodes=4000)
+            s = _search(ev, fen, threads=3, nodes=4000, task_workers=task_workers)
             s.run()
             assert s.error is None, s.error
             assert s.compiled_lanes is not None and s.compiled_lanes.entries[0].host is not None
+            assert len(s._lanes[0].helper_work) == max(0, task_workers)  # auto: none for a GPU
             returns = s.compiled_lanes.returns
             # the eager way only once per runner and run size (then its graphs are captured)
             assert returns[cy.RC_EVAL] <= 3 * len(ev.backend.network.bucket_sizes(64))

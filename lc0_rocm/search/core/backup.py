@@ -281,10 +281,16 @@ def expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, compact,
     cache's lock `clk`): writes only the leaf's own node, which no other search thread reads before
     its backup (a node without visits is a collision to them). `policy`: a network's rows [*, 1858],
     or with `compact` each row's logits of its legal moves in generator order (`priors`)."""
-    if count > 0:
-        nncache.prefetch_slot(c, b.key[0])
-    for j in range(count):
-        if j + 1 < count:  # the next row's cache slot loads while this row's priors are worked out
+    expand_range(t, c, p, b, 0, count, policy, q, d, mlh, has_mlh, idx_tab, compact, w2, clk)
+
+
+@jit
+def expand_range(t, c, p, b, lo, hi, policy, q, d, mlh, has_mlh, idx_tab, compact, w2, clk):
+    """`expand_rows` for rows lo .. hi-1 (a task worker's share: search/core/team.py; `w2` its own)."""
+    if hi > lo:
+        nncache.prefetch_slot(c, b.key[lo])
+    for j in range(lo, hi):
+        if j + 1 < hi:  # the next row's cache slot loads while this row's priors are worked out
             nncache.prefetch_slot(c, b.key[j + 1])
         if b.tb[j] >= TB_RESULT - 1:  # a tablebase result: a terminal, the network's output unused
             continue

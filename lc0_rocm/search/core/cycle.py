@@ -30,14 +30,17 @@ import math
 
 import numpy as np
 
-from ...backends.compiled_eval import evaluate
+from ...backends.compiled_eval import KIND_GPU, evaluate
 from ...jit import jit
 from . import counters as ct
 from .batch import S_IN_FLIGHT
-from .counters import K_EVAL, K_IDLE, K_TOTAL, N_BATCHES, N_IDLE, N_POSITIONS
+from .counters import K_EVAL, K_EXPAND, K_IDLE, K_TOTAL, N_BATCHES, N_IDLE, N_POSITIONS
 from .packed_params import P_CV_END, P_CV_MAX, P_CV_POWER, P_CV_START, P_EXACT_LIMIT
-from .shared_worker import apply_shared, gather_shared
+from .backup import expand_range
+from .shared_worker import EXTEND_CHUNK, apply_shared, back_up_shared, extend_range, gather_shared
 from .spinlock import yield_core
+from .team import J_EXPAND, J_EXTEND, J_QUIT, J_ROWS, TM_ARG, TM_HELPERS, TM_JOB, TM_TOTAL, claim, done, finish, \
+    post, quit_team, wait_job
 from .tree import M_ETOP, M_ROOT, M_TOP
 from .worker import stopped
 
@@ -47,6 +50,7 @@ H_COUNT, H_STATUS, HELD_SIZE = 0, 1, 2  # held: RC_EVAL's batch
 # pruning) and `go nodes` (a ponderhit changes it while the threads run)
 C_REMAINING, C_NODE_LIMIT, CTL_SIZE = 0, 1, 4
 R_ROWS, R_EDGES, R_ENTRIES, R_SLOTS, ROOM_SIZE = 0, 1, 2, 3, 4  # room: what the threads' next batches need
+ROW_CHUNK = 16  # batch rows a task worker claims at a time (search/core/team.py)
 IDLE_ROUNDS = 64  # empty gatherings in a row (the core yielded after each) before RC_IDLE
 
 
@@ -80,11 +84,11 @@ def has_room(t, c, room):
 
 
 @jit
-def policy_wanted(b, count, idx_tab, fixed, want, nwant, policy):
-    """The policy indices of row j's legal moves (what `backup.priors` reads) into want[j, :nwant[j]];
-    with a backend whose policy is one fixed row (`fixed`, CompiledEval.policy_row; empty if none)
-    their logits into policy[j, :nwant[j]] too (`evaluate` writes the others' there)."""
-    for j in range(count):
+def policy_wanted(b, lo, hi, idx_tab, fixed, want, nwant, policy):
+    """The policy indices of row j's legal moves (what `backup.priors` reads) into want[j, :nwant[j]],
+    rows lo .. hi-1; with a backend whose policy is one fixed row (`fixed`, CompiledEval.policy_row;
+    empty if none) their logits into policy[j, :nwant[j]] too (`evaluate` writes the others' there)."""
+    for j in range(lo, hi):
         row = b.black[j] * 8 + b.transform[j]
         m = b.ncodes[j]
         nwant[j] = m
@@ -98,17 +102,19 @@ def policy_wanted(b, count, idx_tab, fixed, want, nwant, policy):
 @jit
 def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, stop, w, w2, edge_n,
              rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy, q, d, m,
-             has_mlh, room, held, ctr):
+             has_mlh, room, held, ctr, tm):
     """Batches of one search thread on the shared tree until it must return (see the module docstring);
     returns the RC_* code. `policy` [rows, MAX_MOVES], `q`, `d`, `m`: the thread's output buffers for
     `evaluate` (kind, ev_*, fixed: the backend's CompiledEval; m read when `has_mlh`), the policy
     compact: row j's logits of its legal moves in generator order; `want`/`nwant` [rows, MAX_MOVES]/
     [rows] its scratch for their policy indices; `held` [HELD_SIZE] int64: RC_EVAL's batch; `ctr`
-    the thread's cycle counters (search/core/counters.py; empty: off)."""
+    the thread's cycle counters (search/core/counters.py; empty: off); `tm` its team word
+    (search/core/team.py): its task workers (`run_helper`, started on the same arrays) return with it."""
     t_in = ct.start(ctr)
     rc = _run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, stop, w, w2, edge_n, rep, lk,
                    clk, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy, q, d, m, has_mlh,
-                   room, held, ctr)
+                   room, held, ctr, tm)
+    quit_team(tm)
     ct.tick(ctr, K_TOTAL, t_in)
     return rc
 
@@ -116,7 +122,7 @@ def run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, s
 @jit
 def _run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, stop, w, w2, edge_n,
               rep, lk, clk, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy, q, d, m,
-              has_mlh, room, held, ctr):
+              has_mlh, room, held, ctr, tm):
     root = t.meta[M_ROOT]
     exact = p[P_EXACT_LIMIT] != 0.0
     idle = 0
@@ -138,11 +144,23 @@ def _run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, 
         if n_cap <= 0:
             return RC_NODES
         count = gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, n_cap, max_ooo,
-                              collisions_left, node_limit, stop, w, edge_n, rep, lk, clk, ctr)
+                              collisions_left, node_limit, stop, w, edge_n, rep, lk, clk, ctr, tm)
         if count > 0:
             te = ct.start(ctr)
-            policy_wanted(b, count, idx_tab, fixed, want, nwant, policy)
-            status = evaluate(kind, ev_ints, ev_words, ev_floats, b.masks, b.values, count, want, nwant, policy,
+            if tm[TM_HELPERS] > 0 and kind != KIND_GPU and count > ROW_CHUNK:  # the team: chunks of rows each
+                post(tm, J_ROWS, count, 0)
+                team_rows(t, p, c, b, count, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant,
+                          policy, q, d, m, has_mlh, w2, clk, tm)
+                finish(tm)
+                ct.tick(ctr, K_EVAL, te)  # the rows' expansion with their evaluation (K_EXPAND none)
+                ct.add(ctr, N_BATCHES, 1)
+                ct.add(ctr, N_POSITIONS, count)
+                back_up_shared(t, s, p, b, count, q, d, m, has_mlh, allowed, use_allowed, edge_n, rep, lk, ctr,
+                               ct.start(ctr))
+                idle = 0
+                continue
+            policy_wanted(b, 0, count, idx_tab, fixed, want, nwant, policy)
+            status = evaluate(kind, ev_ints, ev_words, ev_floats, b.masks, b.values, 0, count, want, nwant, policy,
                               q, d, m)
             ct.tick(ctr, K_EVAL, te)
             ct.add(ctr, N_BATCHES, 1)
@@ -151,6 +169,15 @@ def _run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, 
                 held[H_COUNT] = count
                 held[H_STATUS] = status
                 return RC_EVAL
+            if tm[TM_HELPERS] > 0 and count > ROW_CHUNK:  # a GPU's outputs: the team expands the rows
+                tx = ct.start(ctr)
+                post(tm, J_EXPAND, count, 0)
+                team_expand(t, p, c, b, count, idx_tab, policy, q, d, m, has_mlh, w2, clk, tm)
+                finish(tm)
+                back_up_shared(t, s, p, b, count, q, d, m, has_mlh, allowed, use_allowed, edge_n, rep, lk, ctr,
+                               ct.tick(ctr, K_EXPAND, tx))
+                idle = 0
+                continue
         if count > 0 or b.dcount[0] > 0:
             apply_shared(t, s, p, c, b, count, policy, q, d, m, has_mlh, idx_tab, True, w2, allowed, use_allowed,
                          edge_n, rep, lk, clk, ctr)
@@ -163,3 +190,56 @@ def _run_lane(t, s, p, c, b, puct_tab, allowed, use_allowed, ctl, cap, max_ooo, 
         yield_core()
         ct.tick(ctr, K_IDLE, ti)
         ct.add(ctr, N_IDLE, 1)
+
+
+@jit
+def team_rows(t, p, c, b, count, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy, q, d, m,
+              has_mlh, w2, clk, tm):
+    """A team member's share of a host kernel's batch (job J_ROWS): chunks of ROW_CHUNK rows claimed
+    until none is left, each one's policy indices, evaluation and expansion (`w2`: the member's own)."""
+    while True:
+        lo = claim(tm, ROW_CHUNK)
+        if lo >= count:
+            return
+        hi = min(lo + ROW_CHUNK, count)
+        policy_wanted(b, lo, hi, idx_tab, fixed, want, nwant, policy)
+        evaluate(kind, ev_ints, ev_words, ev_floats, b.masks, b.values, lo, hi, want, nwant, policy, q, d, m)
+        expand_range(t, c, p, b, lo, hi, policy, q, d, m, has_mlh, idx_tab, True, w2, clk)
+
+
+@jit
+def team_expand(t, p, c, b, count, idx_tab, policy, q, d, m, has_mlh, w2, clk, tm):
+    """A team member's share of a GPU batch's expansion (job J_EXPAND), as `team_rows`."""
+    while True:
+        lo = claim(tm, ROW_CHUNK)
+        if lo >= count:
+            return
+        expand_range(t, c, p, b, lo, min(lo + ROW_CHUNK, count), policy, q, d, m, has_mlh, idx_tab, True, w2, clk)
+
+
+@jit
+def run_helper(t, p, c, b, w, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy, q, d, m,
+               has_mlh, w2, clk, tm, seen):
+    """A task worker of the search thread whose team word is `tm` (search/core/team.py), on that thread's
+    arrays (its batch `b`, work `w`, outputs), with an expansion scratch `w2` of its own: takes part in
+    every job posted after epoch `seen` until the leader's `quit_team`. The GIL stays released."""
+    root = t.meta[M_ROOT]
+    while True:
+        seen = wait_job(tm, seen)
+        job = tm[TM_JOB]
+        if job == J_QUIT:
+            return
+        total = tm[TM_TOTAL]
+        if job == J_EXTEND:
+            base = tm[TM_ARG]
+            while True:
+                k0 = claim(tm, EXTEND_CHUNK)
+                if k0 >= total:
+                    break
+                extend_range(t, p, c, b, root, k0, min(k0 + EXTEND_CHUNK, total), base, w)
+        elif job == J_ROWS:
+            team_rows(t, p, c, b, total, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy,
+                      q, d, m, has_mlh, w2, clk, tm)
+        elif job == J_EXPAND:
+            team_expand(t, p, c, b, total, idx_tab, policy, q, d, m, has_mlh, w2, clk, tm)
+        done(tm)

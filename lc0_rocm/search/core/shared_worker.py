@@ -35,17 +35,21 @@ from .packed_params import P_CACHE_HISTORY, P_EXACT_LIMIT, P_OUT_OF_ORDER
 from .pick import best_edge, pick_nodes, root_report, root_skip
 from .prefetch import prefetch
 from .spinlock import fetch_add, lock, lock_shared, unlock, unlock_shared
+from .team import J_EXTEND, TM_HELPERS, claim, finish, post
 from .tree import M_ROOT, NON_TERMINAL, TWO_FOLD
+
+EXTEND_CHUNK = 4  # pick entries a task worker claims at a time (search/core/team.py)
 from .worker import back_up_out_of_order, hold_visit, keep_collisions, stopped
 
 
 @jit
 def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap, max_ooo, collisions_left,
-                  node_limit, stop, w, edge_n, rep, lk, clk, ctr):
+                  node_limit, stop, w, edge_n, rep, lk, clk, ctr, tm):
     """`worker.gather` for a tree other threads search too (see the module docstring): picks and
     commits under the shared lock `lk`, out-of-order backups under the exclusive one; the NN cache's
     entries are read under its own lock `clk`. Returns the leaves in batch `b`. `ctr`: the thread's
-    cycle counters (search/core/counters.py; empty: off), the phases from its entry stamp on."""
+    cycle counters (search/core/counters.py; empty: off), the phases from its entry stamp on. `tm`: the
+    thread's team word (search/core/team.py): its task workers extend the first visits with it."""
     root = t.meta[M_ROOT]
     tc = ct.start(ctr)
     ct.waited(ctr, lock_shared(lk))
@@ -80,7 +84,16 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
         unlock_shared(lk)
         tc = ct.tick(ctr, K_PICK, tc)
         ct.add(ctr, N_PICKS, 1)
-        extend_first_visits(t, p, c, b, root, npk, count, w)
+        if tm[TM_HELPERS] > 0 and npk > EXTEND_CHUNK:  # the task workers take chunks of the pick's entries too
+            post(tm, J_EXTEND, npk, count)
+            while True:
+                k0 = claim(tm, EXTEND_CHUNK)
+                if k0 >= npk:
+                    break
+                extend_range(t, p, c, b, root, k0, min(k0 + EXTEND_CHUNK, npk), count, w)
+            finish(tm)
+        else:
+            extend_range(t, p, c, b, root, 0, npk, count, w)
         tc = ct.tick(ctr, K_EXTEND, tc)
         ct.waited(ctr, lock_shared(lk))
         tc = ct.tick(ctr, K_WAIT, tc)
@@ -142,15 +155,16 @@ def mark_first_visits(t, npk, w):
             nfirst += 1
 
 
-@jit(inline="always")  # one call site, once a pick: its arguments cost more than its loop
-def extend_first_visits(t, p, c, b, root, npk, count, w):
-    """Outside the lock: the i-th first visit's node-local work into batch row count + i (the pick
-    holds at most the batch's free rows), its legal moves into that row's codes."""
-    for k in range(npk):
+@jit
+def extend_range(t, p, c, b, root, k0, k1, count, w):
+    """Outside the lock: for the pick's entries k0 .. k1-1, the i-th first visit's node-local work into
+    batch row count + i (the pick holds at most the batch's free rows), its legal moves into that row's
+    codes. Each entry writes only its own row and w.ext_* line: task workers take ranges of them."""
+    for k in range(k0, k1):
         i = w.first[k]
         if i < 0:
             continue
-        if k + 1 < npk and w.first[k + 1] >= 0:  # the next leaf's parent position loads meanwhile
+        if k + 1 < k1 and w.first[k + 1] >= 0:  # the next leaf's parent position loads meanwhile
             par = t.bbs[t.parent[w.out_node[k + 1]]]
             prefetch(par, 0)
             prefetch(par, 11)
@@ -162,7 +176,7 @@ def extend_first_visits(t, p, c, b, root, npk, count, w):
 @jit(inline="always")  # a call per pick passed ~70 arrays on the stack
 def commit_picked(t, s, p, c, b, root, npk, count, w, clk):
     """Under the lock, in pick order: `worker.extend_picked`'s second half for leaves extended by
-    `extend_first_visits` (rows moved down over terminals and cache hits). Returns (rows in the batch,
+    `extend_range` (rows moved down over terminals and cache hits). Returns (rows in the batch,
     out-of-order visits listed in w.def_*)."""
     in_order = p[P_OUT_OF_ORDER] == 0.0
     dq = w.dq
@@ -245,6 +259,13 @@ def apply_shared(t, s, p, c, b, count, policy, q, d, mlh, has_mlh, idx_tab, comp
     tc = ct.start(ctr)
     expand_rows(t, c, p, b, count, policy, q, d, mlh, has_mlh, idx_tab, compact, w2, clk)
     tc = ct.tick(ctr, K_EXPAND, tc)
+    back_up_shared(t, s, p, b, count, q, d, mlh, has_mlh, allowed, use_allowed, edge_n, rep, lk, ctr, tc)
+
+
+@jit
+def back_up_shared(t, s, p, b, count, q, d, mlh, has_mlh, allowed, use_allowed, edge_n, rep, lk, ctr, tc):
+    """`apply_shared`'s second half, for a batch expanded already (by a team: search/core/cycle.py):
+    its values up the tree under the exclusive lock `lk`, the root's report; `tc` the phase stamp."""
     ct.waited(ctr, lock(lk))
     tc = ct.tick(ctr, K_WAIT, tc)
     ct.add(ctr, N_PLAYOUTS, count + b.dcount[0])

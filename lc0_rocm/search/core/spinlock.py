@@ -218,6 +218,12 @@ def unlock_shared(word):
 
 
 @jit
+def pause(rounds, may_sleep):
+    """`_pause` for the other spinning waits of compiled code (search/core/team.py)."""
+    return _pause(rounds, may_sleep)
+
+
+@jit
 def yield_core():
     """Give the core to another thread (a search thread that found nothing to pick)."""
     _yield_core()
