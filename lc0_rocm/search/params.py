@@ -153,7 +153,11 @@ def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -
     return max(1, min(max(AUTO_LANES, 2 * gpus), cores - 1))
 
 
-AUTO_TASK_WORKERS = 3  # TaskWorkers -1: helpers a search thread at most (measured: docs/perf.md)
+# TaskWorkers -1: helpers a search thread at most. The search alone on the 16-core H200 host, 2026-11-28
+# (docs/perf.md), four threads: 308k nps without helpers, 322k with one each (medians of eight paired
+# runs), no better with two or three; one thread: 216k alone, 238-246k with three helpers, no better with
+# five or seven (the thread's own pick stays its own)
+AUTO_TASK_WORKERS = 1
 
 
 def task_workers(params: SearchParams, backend, lanes: int, cores: Optional[int] = None) -> int:

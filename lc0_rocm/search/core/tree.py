@@ -88,10 +88,29 @@ _NODE_FIELDS = {
 _EDGE_FIELDS = {"e_code": np.int16, "e_p": np.float32, "e_child": np.int32}
 ROW_BYTES = sum(np.dtype(d).itemsize for d in _NODE_FIELDS.values()) + 12 * 8  # the fields and `bbs`
 EDGE_BYTES = sum(np.dtype(d).itemsize for d in _EDGE_FIELDS.values())
+# What a pick reads of every child it scores and a backup writes of every node on its path: side by side
+# in one 32-byte record a node (HOT_WORDS float64 words, 64-byte aligned: a record never straddles two
+# cache lines), not in five arrays, so that a child costs one line to load, not five, and a thread's
+# write takes one line from the others, not five (docs/perf.md). The fields stay one-dimensional arrays
+# (strided views of the record buffer): compiled code reads `t.n[c]` as before.
+HOT_WORDS = 4
+_HOT_FLOAT = {"wl": 0, "d": 1, "m": 2}  # float64 words of the record
+_HOT_INT32 = {"n": 6, "nif": 7}  # int32 halves of its last word
+
+
+def _hot_fields(nodes: int) -> dict:
+    raw = np.zeros(nodes * HOT_WORDS + 8, np.float64)
+    skip = (-raw.ctypes.data % 64) // 8
+    rec = raw[skip:skip + nodes * HOT_WORDS].reshape(nodes, HOT_WORDS)
+    halves = rec.view(np.int32)
+    out = {k: rec[:, i] for k, i in _HOT_FLOAT.items()}
+    out.update({k: halves[:, i] for k, i in _HOT_INT32.items()})
+    return out
 
 
 def new_arrays(nodes: int, edges: int) -> TreeArrays:
-    f = {k: np.zeros(nodes, dtype=t) for k, t in _NODE_FIELDS.items()}
+    f = {k: np.zeros(nodes, dtype=t) for k, t in _NODE_FIELDS.items() if k not in _HOT_FLOAT and k not in _HOT_INT32}
+    f.update(_hot_fields(nodes))
     f["bbs"] = np.zeros((nodes, 12), dtype=np.uint64)
     f.update({k: np.zeros(edges, dtype=t) for k, t in _EDGE_FIELDS.items()})
     f["meta"] = np.zeros(8, dtype=np.int64)
@@ -110,13 +129,17 @@ def grown(t: TreeArrays, nodes: int, edges: int) -> TreeArrays:
         new_e *= 2
     top, etop = int(t.meta[M_TOP]), int(t.meta[M_ETOP])
     out = {}
+    hot = _hot_fields(new_n) if new_n != cap_n else None
     for name in TreeArrays._fields:
         a = getattr(t, name)
         if name == "meta":
             out[name] = a
             continue
         size = new_e if name in _EDGE_FIELDS else new_n
-        b = np.zeros((size,) + a.shape[1:], dtype=a.dtype) if size != len(a) else a
+        if hot is not None and name in hot:
+            b = hot[name]
+        else:
+            b = np.zeros((size,) + a.shape[1:], dtype=a.dtype) if size != len(a) else a
         if b is not a:
             used = etop if name in _EDGE_FIELDS else top
             b[:used] = a[:used]
