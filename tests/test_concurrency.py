@@ -6,7 +6,8 @@
 - No arithmetic raises in compiled code (numba's error_model="numpy"): an exception inside a locked
   region would leave the lock taken and every other search thread spinning.
 - Storms of go / stop / ponderhit / position through the Search API at 2, 4 and 8 search threads on
-  one tree, lc0's `random` backend (so each thread's batch cycle runs compiled, search/core/cycle.py):
+  one tree, lc0's `random` backend (so each thread's batch cycle runs compiled, search/core/cycle.py),
+  with a task worker each (search/core/team.py) in about half the searches:
   every go ends with a legal bestmove, and after each the tree passes tests/test_shared_tree.py's
   invariants (nothing in flight, visits and values consistent).
 """
@@ -83,7 +84,8 @@ def _storm_search(ev, tree, board_moves, threads, limits, rng) -> Search:
     fen, moves = board_moves
     h = parse_position(fen, moves)
     tree.set_position(fen or "startpos", moves, h.last)
-    params = SearchParams(threads=threads, minibatch_size=rng.choice([8, 32, 64]), smart_pruning_factor=0)
+    params = SearchParams(threads=threads, minibatch_size=rng.choice([8, 32, 64]), smart_pruning_factor=0,
+                          task_workers=rng.choice([0, 1]))  # a helper a thread or none (core/team.py)
     return Search(tree, h.board, h.first, ev, params, limits, has_wdl=True)
 
 
