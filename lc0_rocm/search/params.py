@@ -154,8 +154,8 @@ def search_threads(params: SearchParams, backend, cores: Optional[int] = None) -
 
 
 # TaskWorkers -1: helpers a search thread at most. The search alone on the 16-core H200 host, 2026-11-28
-# (docs/perf.md), four threads: 308k nps without helpers, 322k with one each (medians of eight paired
-# runs), no better with two or three; one thread: 216k alone, 238-246k with three helpers, no better with
+# (docs/perf.md), four threads: 311k nps without helpers, 322k with one each (medians of eight runs in two
+# calls), no better with two; one thread: 159-217k alone, 238-246k with three helpers, no better with
 # five or seven (the thread's own pick stays its own)
 AUTO_TASK_WORKERS = 1
 

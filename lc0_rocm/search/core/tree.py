@@ -11,7 +11,8 @@ every position of the game and of the search:
   the edge arrays (`first_edge` -1: not expanded), visits `n`, visits in flight `nif` (virtual
   loss), values `wl`, `d`, `m` from the point of view of the player who moved INTO the node, the
   first evaluation `v` (NaN: none yet), the cached visited-policy sum `vp` (NaN: recompute), the
-  terminal kind `term` and proven bounds `lower`/`upper` (-1 loss, 0 draw, +1 win, mover's view),
+  terminal kind `term` and proven bounds `lower`/`upper` (-1 loss, 0 draw, +1 win, mover's view)
+  (`n`, `nif`, `wl`, `d`, `m` are strided views of one 32-byte record a node: `_hot_fields`),
   and the position itself: twelve bitboards `bbs`, `castling` (rook squares), side to move
   `black`, lc0's en-passant flag `ep`, `rule50`, repetition count `reps` and a Zobrist `key`;
 * per edge: move code `e_code` (board/rules.py), prior `e_p` (lc0's 16-bit rounding, float32),
@@ -44,6 +45,7 @@ collision to them), and the owner's backup, under `lk` exclusively, publishes th
 | stop flags (batch.F_STOP, F_HALT) | `Search.stop()` (F_STOP only), the round's end (F_HALT) | plain int32 words, read without a lock: a late read costs one more pick |
 | the compiled cycle's hint `ctl` (core/cycle.py: the stoppers' remaining playouts) and `room` | the watcher (search/compiled_lanes.py); `room` only between rounds | plain float64/int64 words read without a lock: a late read costs one batch with the old hint |
 | the arrays themselves (grown, replaced) | `NodeTree.reserve`, `NNCache.make_room` | search/lanes.py's `Gate`: only while no thread is inside compiled code |
+| a search thread's batch rows, its pick's `w.ext_*` lines, its leaves' expansion | the thread and its task workers (core/team.py) | each item (a pick entry, a batch row) claimed by one member from the team word's counter; the thread reads them after the job's `finish`; the helpers write no `nif`, no row and no `e_child`, so `M_ALONE` holds for one thread with helpers |
 
 No exception can rise while a lock is held, which would leave it taken and every other thread
 spinning: compiled code runs under numba's `error_model="numpy"` (lc0_rocm/jit.py: a division by
