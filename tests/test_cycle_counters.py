@@ -37,7 +37,7 @@ def test_the_counters_count_what_the_search_did(threads, monkeypatch):
     assert total[ct.N_BATCHES] == s.batches - 1
     assert total[ct.N_POSITIONS] == s.nn_evals - 1
     assert total[ct.N_PICKS] == s.descents
-    assert total[ct.N_LOCKS] >= 2 * s.descents  # a pick and its commit under the lock word each
+    assert total[ct.N_LOCKS] >= total[ct.N_BATCHES]  # each batch's backup takes the lock word (picks take none)
     assert total[ct.N_SPINS] >= total[ct.N_CONTENDED]
     hz = ct.cycles_per_second()
     phases = c[:, [k for _, k in ct.PHASES]]

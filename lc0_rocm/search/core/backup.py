@@ -112,10 +112,10 @@ def revert_batch(t, s, b, count):
     root = t.meta[M_ROOT]
     for j in range(count):
         cancel_path(t, b.node[j], 1, root)
-    s[S_IN_FLIGHT] -= count
+    fetch_add(s, S_IN_FLIGHT, -count)
     for k in range(b.dcount[0]):
         cancel_path(t, b.dnode[k], 1, root)
-    s[S_IN_FLIGHT] -= b.dcount[0]
+    fetch_add(s, S_IN_FLIGHT, -b.dcount[0])
     b.dcount[0] = 0
 
 
@@ -187,7 +187,7 @@ def backup(t, s, p, node, v, d, m, depth, root):
         t.d[n] += (d - t.d[n]) / n1
         t.m[n] += (m - t.m[n]) / n1
         t.n[n] = n1
-        t.nif[n] -= 1
+        nif_add(t, n, -1)  # atomic: with several threads, pickers add visits in flight meanwhile
         if n_to_fix > 0 and t.term[n] == NON_TERMINAL:
             t.wl[n] += n_to_fix * v_delta / t.n[n]
             t.d[n] += n_to_fix * d_delta / t.n[n]
@@ -238,7 +238,7 @@ def back_up_deferred(t, s, p, b, k, root):
         backup(t, s, p, node, t.wl[node], t.d[node], t.m[node], b.ddepth[k], root)
     else:
         backup(t, s, p, node, -b.dval[k, 0], b.dval[k, 1], b.dval[k, 2], b.ddepth[k], root)
-    s[S_IN_FLIGHT] -= 1
+    fetch_add(s, S_IN_FLIGHT, -1)
 
 
 @jit
@@ -329,7 +329,7 @@ def back_up_rows(t, s, p, b, count, q, d, mlh, has_mlh):
         kd += 1
     b.dcount[0] = 0
     s[S_NN_EVALS] += count
-    s[S_IN_FLIGHT] -= count
+    fetch_add(s, S_IN_FLIGHT, -count)  # atomic: pickers reserve visits in flight meanwhile (no lock)
     s[S_BATCHES] += 1
 
 

@@ -135,6 +135,14 @@ def overtake_estimate(pi, puct, second, best_util, best_started):
     return 1000000000
 
 
+# first_visit_race: pickers hold no lock (search/core/shared_worker.py), so another thread's backup may
+# give a child its first visit between a pick's read of its `n` (0) and its own visit in flight. A backup
+# writes `n` before it takes its visit in flight back, so when the pick's atomic add finds no visit in
+# flight, the `n` read after it is the child's: 0, the pick owns the first visit; else the visit goes
+# through the child as any other (its one visit in flight already added). With one thread the second
+# read gives the first one's value.
+
+
 @jit
 def emit(w, nout, node, depth, k, mx):
     """Entry `nout` of the pick: (node, depth, 0, 0) a visit to a leaf, (node, depth, k, max) k visits
@@ -159,7 +167,10 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, w):
     want_estimate = limit == 1
     max_limit = INT_MAX
     nout = 0
-    # task stack: (node, visits, depth); visits < 0 marks a child to visit-or-descend with -visits
+    # task stack: (node, visits, depth); visits < 0 marks a child that got -visits from its parent's share:
+    # depth > 0, a subtree to descend (its visits in flight added), depth < 0 (at -depth) a child whose
+    # visits wait at it (a collision, a leaf's or a terminal's visits past its first), decided when the
+    # share was made (`share`: several threads' backups may change a child before it is popped)
     w.stack_node[0] = root
     w.stack_k[0] = limit
     w.stack_depth[0] = 1
@@ -171,8 +182,8 @@ def pick_nodes(t, s, p, puct_tab, skip, use_skip, root_filter, limit, w):
         depth = w.stack_depth[sp]
         if cur_limit < 0:  # a child that got visits from its parent's share
             k = -cur_limit
-            if t.n[node] == 0 or t.term[node] != NON_TERMINAL:
-                nout = emit(w, nout, node, depth, k, max_limit if (k == limit and max_limit > k) else 0)
+            if depth < 0:
+                nout = emit(w, nout, node, -depth, k, max_limit if (k == limit and max_limit > k) else 0)
                 continue
             cur_limit = k
         use_skip_here = node == root and use_skip
@@ -290,12 +301,15 @@ def descend(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, w
         if t.term[child] == TWO_FOLD and depth < t.m[child]:
             revert_two_fold(t, s, child, depth, root)
         depth += 1
-        if t.n[child] == 0 and nif_add(t, child, 1) > 0:  # collision
-            nif_add(t, child, -1)
-            return emit(w, nout, child, depth, 1, max_limit if (want_estimate and max_limit > 1) else 0), max_limit
-        if t.n[child] != 0:
+        nv = t.n[child]
+        if nv == 0:
+            if nif_add(t, child, 1) > 0:  # collision
+                nif_add(t, child, -1)
+                return emit(w, nout, child, depth, 1, max_limit if (want_estimate and max_limit > 1) else 0), max_limit
+            nv = t.n[child]  # see `first_visit_race`
+        else:
             nif_add(t, child, 1)
-        if t.n[child] == 0 or t.term[child] != NON_TERMINAL:
+        if nv == 0 or t.term[child] != NON_TERMINAL:
             return emit(w, nout, child, depth, 0, 0), max_limit
         node = child
         use_skip = False
@@ -310,6 +324,7 @@ def share(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, cur
     util = w.util
     score = w.score
     vtp = w.vtp
+    vnif = w.vnif
     hs = w.hs
     hi = w.hi
     fe = t.first_edge[node]
@@ -329,6 +344,7 @@ def share(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, cur
         util[i] = fpu
         score[i] = 0.0
         vtp[i] = 0
+        vnif[i] = 0
     nc, last, first_unstarted = take_candidates(t, p, node, fe, puct, fpu, ds, m_on, skip, use_skip, max_needed,
                                                 w, 0, -1, -1)
     while cur_limit > 0 and nc > 0:
@@ -346,23 +362,27 @@ def share(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, cur
         child = new_child(t, node, best_i)
         if t.term[child] == TWO_FOLD and depth < t.m[child]:
             revert_two_fold(t, s, child, depth, root)
-        if t.n[child] == 0 and nif_add(t, child, 1) > 0:
-            # collision: lc0's next rounds pick this child again and again with the same
-            # estimate: every visit left waits at it
-            nif_add(t, child, -1)
-            vtp[best_i] += cur_limit
-            cur_limit = 0
-            break
-        if t.n[child] != 0:
+        nv = t.n[child]
+        if nv == 0:
+            if nif_add(t, child, 1) > 0:
+                # collision: lc0's next rounds pick this child again and again with the same
+                # estimate: every visit left waits at it
+                nif_add(t, child, -1)
+                vtp[best_i] += cur_limit
+                cur_limit = 0
+                break
+            nv = t.n[child]  # see `first_visit_race`
+        else:
             nif_add(t, child, 1)
         vtp[best_i] += new_visits
         cur_limit -= new_visits
         was_unstarted = started[best_i] == 0
         started[best_i] += 1
         new_visits -= 1
-        if t.n[child] > 0 and t.term[child] == NON_TERMINAL:
+        if nv > 0 and t.term[child] == NON_TERMINAL:
             nif_add(t, child, new_visits)
             started[best_i] += new_visits
+            vnif[best_i] += new_visits + 1  # the share's visits in flight at the child: a subtree task
         else:
             vtp[best_i] -= 1
             nout = emit(w, nout, child, depth + 1, 0, 0)
@@ -382,14 +402,23 @@ def share(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, cur
                                                         max_needed, w, nc, last, first_unstarted)
     if cur_limit > 0:  # every edge excluded (cannot happen, see above): take the visits back
         cancel_path(t, node, cur_limit, root)
-    # children with shares, in edge order (pushed in reverse: the stack pops them in order)
+    # children with shares, in edge order (pushed in reverse: the stack pops them in order): the visits
+    # with their visits in flight at the child descend (one thread: all or none of a child's), the others
+    # wait at it
     for i in range(last, -1, -1):
         k = vtp[i]
         if k > 0:
-            w.stack_node[sp] = t.e_child[fe + i]
-            w.stack_k[sp] = -k
-            w.stack_depth[sp] = depth + 1
-            sp += 1
+            kn = vnif[i]
+            if k > kn:
+                w.stack_node[sp] = t.e_child[fe + i]
+                w.stack_k[sp] = kn - k
+                w.stack_depth[sp] = -(depth + 1)
+                sp += 1
+            if kn > 0:
+                w.stack_node[sp] = t.e_child[fe + i]
+                w.stack_k[sp] = -kn
+                w.stack_depth[sp] = depth + 1
+                sp += 1
     return nout, max_limit, sp
 
 

@@ -37,9 +37,9 @@ from .prefetch import prefetch
 from .spinlock import fetch_add, lock, lock_shared, unlock, unlock_shared
 from .team import J_EXTEND, TM_HELPERS, claim, finish, post
 from .tree import M_ROOT, NON_TERMINAL, TWO_FOLD
+from .worker import back_up_out_of_order, hold_visit, keep_collisions, stopped
 
 EXTEND_CHUNK = 4  # pick entries a task worker claims at a time (search/core/team.py)
-from .worker import back_up_out_of_order, hold_visit, keep_collisions, stopped
 
 
 @jit
@@ -52,10 +52,7 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
     thread's team word (search/core/team.py): its task workers extend the first visits with it."""
     root = t.meta[M_ROOT]
     tc = ct.start(ctr)
-    ct.waited(ctr, lock_shared(lk))
-    tc = ct.tick(ctr, K_WAIT, tc)
     best_i = best_edge(t, p, root, allowed, use_allowed) if t.first_edge[root] >= 0 else -1
-    unlock_shared(lk)
     tc = ct.tick(ctr, K_PICK, tc)
     count = 0
     ooo = 0
@@ -64,15 +61,12 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
     b.dcount[0] = 0
     while count + b.dcount[0] < cap and ooo < max_ooo and not stopped(stop):
         limit = min(collisions_left, cap - count - b.dcount[0], max_ooo - ooo)
-        tc = ct.tick(ctr, K_PICK, tc)
-        ct.waited(ctr, lock_shared(lk))
-        tc = ct.tick(ctr, K_WAIT, tc)
         if exact:  # the pick's visits held in flight at once: threads picking together never pass `go nodes`
-            room = node_limit - t.n[root] - fetch_add(s, S_IN_FLIGHT, limit)
+            held = fetch_add(s, S_IN_FLIGHT, limit)
+            room = node_limit - t.n[root] - held  # `n` read after: a backup between counts twice, never none
             if room < limit:
                 fetch_add(s, S_IN_FLIGHT, max(room, 0) - limit)
                 if room <= 0:
-                    unlock_shared(lk)
                     break
                 limit = room
         use_skip = False
@@ -81,7 +75,6 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
         npk = pick_nodes(t, s, p, puct_tab, w.skip, use_skip, use_allowed, limit, w)
         fetch_add(s, S_DESCENTS, 1)
         mark_first_visits(t, npk, w)
-        unlock_shared(lk)
         tc = ct.tick(ctr, K_PICK, tc)
         ct.add(ctr, N_PICKS, 1)
         if tm[TM_HELPERS] > 0 and npk > EXTEND_CHUNK:  # the task workers take chunks of the pick's entries too
@@ -95,8 +88,6 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
         else:
             extend_range(t, p, c, b, root, 0, npk, count, w)
         tc = ct.tick(ctr, K_EXTEND, tc)
-        ct.waited(ctr, lock_shared(lk))
-        tc = ct.tick(ctr, K_WAIT, tc)
         count, ndef = commit_picked(t, s, p, c, b, root, npk, count, w, clk)
         done = False
         if ndef == 0:
@@ -106,14 +97,13 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
                 ct.add(ctr, N_COLLISIONS, w.kept_visits[k])
         if exact:  # the out-of-order visits stay held until they are backed up
             fetch_add(s, S_IN_FLIGHT, ndef - limit)
-        unlock_shared(lk)
         if ndef > 0:
             tc = ct.tick(ctr, K_COMMIT, tc)
             ct.waited(ctr, lock(lk))
             tc = ct.tick(ctr, K_WAIT, tc)
             back_up_out_of_order(t, s, p, root, npk, ndef, w)
             if exact:
-                s[S_IN_FLIGHT] -= ndef
+                fetch_add(s, S_IN_FLIGHT, -ndef)
             s[S_OOO] += ndef
             unlock(lk)
             ct.add(ctr, N_PLAYOUTS, ndef)
@@ -126,13 +116,10 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
         tc = ct.tick(ctr, K_COMMIT, tc)
         if done:
             break
-    ct.waited(ctr, lock_shared(lk))
-    tc = ct.tick(ctr, K_WAIT, tc)
     for k in range(nkept):
         node = w.kept_node[k]
         if node != root:
             cancel_path(t, t.parent[node], w.kept_visits[k], root)
-    unlock_shared(lk)
     tc = ct.tick(ctr, K_COMMIT, tc)
     if ooo > 0:  # the root's report changed (the network's batches report when they are applied)
         ct.waited(ctr, lock(lk))

@@ -34,7 +34,7 @@ from .tree import M_ROOT, NON_TERMINAL
 
 
 WorkArrays = namedtuple("WorkArrays", ["codes", "dq", "skip", "out_node", "out_depth", "out_k", "out_mx", "stack_node",
-                                       "stack_k", "stack_depth", "started", "util", "score", "vtp", "hs", "hi",
+                                       "stack_k", "stack_depth", "started", "util", "score", "vtp", "vnif", "hs", "hi",
                                        "def_node", "def_depth", "def_kind", "def_q", "def_d", "def_m",
                                        "kept_node", "kept_visits", "ext_info", "ext_keys", "first"])
 
@@ -47,7 +47,7 @@ def new_work(max_limit: int, max_kept: int) -> WorkArrays:
                       out_node=z(n, np.int64), out_depth=z(n, np.int64), out_k=z(n, np.int64), out_mx=z(n, np.int64),
                       stack_node=z(n, np.int64), stack_k=z(n, np.int64), stack_depth=z(n, np.int64),
                       started=z(MAX_MOVES, np.int64), util=z(MAX_MOVES, np.float64), score=z(MAX_MOVES, np.float64),
-                      vtp=z(MAX_MOVES, np.int64), hs=z(MAX_MOVES, np.float64), hi=z(MAX_MOVES, np.int64),
+                      vtp=z(MAX_MOVES, np.int64), vnif=z(MAX_MOVES, np.int64), hs=z(MAX_MOVES, np.float64), hi=z(MAX_MOVES, np.int64),
                       def_node=z(n, np.int64), def_depth=z(n, np.int64), def_kind=z(n, np.int64),
                       def_q=z(n, np.float64), def_d=z(n, np.float64), def_m=z(n, np.float64),
                       kept_node=z(max_kept + 16, np.int64), kept_visits=z(max_kept + 16, np.int64),
