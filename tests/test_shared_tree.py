@@ -72,7 +72,8 @@ def _check_tree(s: Search) -> None:
 
 @pytest.mark.parametrize("threads,minibatch,options", [
     (3, 256, {}),
-    (4, 16, {}),  # many small picks: the lock changes hands all the time
+    (4, 16, {}),  # many small picks: picks and backups overlap all the time
+    (8, 8, {}),  # eight threads picking without a lock while the others back up (shared_worker.py)
     (3, 64, {"out_of_order_eval": False}),  # terminals and cache hits kept in the batch
     (3, 64, {"nps_limit": 1e9}),  # NodesPerSecondLimit: batches through Python (`Search._lane_loop`)
     (2, 256, {"task_workers": 2}),  # each thread's helpers extend, evaluate and expand its rows (core/team.py)

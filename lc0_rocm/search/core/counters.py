@@ -26,10 +26,10 @@ from ...jit import jit
 
 # cycles, per phase of the batch cycle
 K_TOTAL = 0  # inside run_lane, from call to return
-K_PICK = 1  # the descents under the shared lock: best edge, root skip, pick_nodes, first visits marked
+K_PICK = 1  # the descents (no lock): best edge, root skip, pick_nodes, first visits marked
 K_WAIT = 2  # waiting for the tree's lock word (shared or exclusive), the taking included
 K_EXTEND = 3  # first visits' node-local work, no lock: position, legal moves, terminal rules, cache probe, planes
-K_COMMIT = 4  # under the lock: leaves committed, collisions kept and taken back, out-of-order backups
+K_COMMIT = 4  # leaves committed, collisions kept and taken back; out-of-order backups (under the lock)
 K_EVAL = 5  # the backend's compiled evaluation (policy indices wanted, the kernel)
 K_EXPAND = 6  # leaves expanded, no tree lock: priors, edges, cache store
 K_BACKUP = 7  # under the exclusive lock: the batch's values up the tree, the root's report

@@ -3,23 +3,30 @@
 lc0 runs two search threads on one tree by default (`src/search/classic/search.cc`): each gathers its
 own minibatch, picking under a shared lock on the nodes with atomic visits in flight, extends the
 nodes it picked outside it (no other thread descends into a node whose first visit is in flight: it
-has no visits yet), and backs values up under the exclusive lock. Here the same, with the lock word
-of search/core/spinlock.py, a pick at a time:
+has no visits yet), and backs values up under the exclusive lock. Here picks take no lock at all, and
+backups keep the exclusive one (the lock word of search/core/spinlock.py), a pick at a time:
 
-  1. shared: one multi-visit pick (search/core/pick.py: visits in flight and new rows by atomic
-     operations), its first visits marked; with ExactNodeLimit its visits are counted in flight
-     before it starts, so threads picking together never pass `go nodes`;
+  1. no lock: one multi-visit pick (search/core/pick.py: visits in flight and new rows by atomic
+     operations; a child's first visit decided after the atomic add, `pick.first_visit_race`; a
+     share's children decided when it is made), its first visits marked; with ExactNodeLimit its
+     visits are reserved in flight before it starts, so threads picking together never pass `go nodes`;
   2. no lock: each first visit's node-local work (search/core/extend.py's `extend_leaf`: position,
-     legal moves, terminal rules, NN-cache probe, input planes) into its own batch row;
-  3. shared: the leaves committed in pick order (a cache hit is looked up again: the probe read the
-     cache without a lock), collisions kept as in `worker.gather`;
+     legal moves, terminal rules, NN-cache probe, input planes) into its own batch row (with task
+     workers, theirs too: search/core/team.py);
+  3. no lock: the leaves committed in pick order (a cache hit is looked up again under the cache's
+     lock: the probe read the cache without it), collisions kept as in `worker.gather`;
   4. exclusive: terminals and cache hits backed up out of order.
 
-A batch's results: each leaf expanded without the tree's lock (its edges, its cache entry under the
-cache's own lock), then backed up under the exclusive lock (`apply_shared`); what writes values outside
-a backup takes the exclusive lock too (`revert_stale_two_folds` before the threads start). The search with one thread
-(`worker.gather`, `worker.apply_batch`) is lc0's tree visit for visit; with more, as lc0's own, the
-tree depends on timing.
+A pick reads visits and values a backup may be writing meanwhile: a read half before and half after a
+backup misjudges one child's score for that pick, which lc0's shared lock rules out and MCTS does not
+need (the 16-core H200 host, docs/perf.md: four threads 352-376k -> 486-490k nps, their lock waits 5.0k
+-> 0.2k cycles a playout). Visits in flight (`nif`, the stats word S_IN_FLIGHT) are atomic on both
+sides, so none is lost. A batch's results: each leaf expanded without the tree's lock (its edges, its
+cache entry under the cache's own lock), then backed up under the exclusive lock (`apply_shared`):
+backups never overlap, and Python's readers (`Search._locked`, shared) see none half done. What writes
+values outside a backup takes the exclusive lock too (`revert_stale_two_folds` before the threads
+start). The search with one thread (`worker.gather`, `worker.apply_batch`) is lc0's tree visit for
+visit; with more, as lc0's own, the tree depends on timing.
 """
 
 from __future__ import annotations
@@ -46,8 +53,8 @@ EXTEND_CHUNK = 4  # pick entries a task worker claims at a time (search/core/tea
 def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap, max_ooo, collisions_left,
                   node_limit, stop, w, edge_n, rep, lk, clk, ctr, tm):
     """`worker.gather` for a tree other threads search too (see the module docstring): picks and
-    commits under the shared lock `lk`, out-of-order backups under the exclusive one; the NN cache's
-    entries are read under its own lock `clk`. Returns the leaves in batch `b`. `ctr`: the thread's
+    commits without a lock, out-of-order backups under `lk` exclusively; the NN cache's entries are
+    read under its own lock `clk`. Returns the leaves in batch `b`. `ctr`: the thread's
     cycle counters (search/core/counters.py; empty: off), the phases from its entry stamp on. `tm`: the
     thread's team word (search/core/team.py): its task workers extend the first visits with it."""
     root = t.meta[M_ROOT]
@@ -133,7 +140,8 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
 @jit
 def mark_first_visits(t, npk, w):
     """w.first[k]: the pick's entry k is a first visit (a leaf never evaluated), numbered in pick
-    order, else -1. Under the lock: the same test `worker.extend_picked` makes."""
+    order, else -1: the same test `worker.extend_picked` makes (a leaf the pick owns keeps `n` 0 until
+    its own backup)."""
     nfirst = 0
     for k in range(npk):
         w.first[k] = -1
@@ -162,7 +170,7 @@ def extend_range(t, p, c, b, root, k0, k1, count, w):
 
 @jit(inline="always")  # a call per pick passed ~70 arrays on the stack
 def commit_picked(t, s, p, c, b, root, npk, count, w, clk):
-    """Under the lock, in pick order: `worker.extend_picked`'s second half for leaves extended by
+    """In pick order: `worker.extend_picked`'s second half for leaves extended by
     `extend_range` (rows moved down over terminals and cache hits). Returns (rows in the batch,
     out-of-order visits listed in w.def_*)."""
     in_order = p[P_OUT_OF_ORDER] == 0.0

@@ -201,7 +201,8 @@ def unlock(word):
 
 @jit
 def lock_shared(word):
-    """Take `word[0]` shared (lc0's shared nodes lock: picking), once no writer holds or waits for it.
+    """Take `word[0]` shared (lc0's shared nodes lock; here Python's readers of the tree: picks take
+    none, search/core/shared_worker.py), once no writer holds or waits for it.
     Returns the rounds it waited."""
     rounds = 0
     while True:

@@ -24,23 +24,24 @@ nodes (a fresh node, a position, a subtree copied for tree reuse, a terminal mar
 The concurrency contract. With one search thread nothing is shared and nothing locked. With several
 (core/shared_worker.py) they share these arrays, the NN cache and the search's counters, under two
 lock words of core/spinlock.py: `lk`, the tree's readers/writer lock (lc0's `nodes_mutex_`; held
-shared by picks and by Python reading the tree for the stoppers and info lines, `Search._locked`,
-exclusively by backups), and `clk`, the NN cache's. "Owner": the thread that holds a leaf's first
+exclusively by backups, shared by Python reading the tree for the stoppers and info lines,
+`Search._locked`; picks take none: they read values a backup may be writing, see below), and `clk`,
+the NN cache's. "Owner": the thread that holds a leaf's first
 visit in flight; no other thread reads that node's edges or values while its `n` is 0 (it is a
 collision to them), and the owner's backup, under `lk` exclusively, publishes them.
 
 | data | written by | guard |
 |---|---|---|
-| `n`, `wl`, `d`, `m`, `term`, `lower`, `upper` | backups, out-of-order backups, reverts, two-fold undos | `lk` exclusive (the reused tree's stale two-folds: before the threads start) |
-| `nif` | picks (virtual loss), collisions and reverts taken back | atomic `fetch_add` (`nif_add`), under `lk` shared or exclusive |
+| `n`, `wl`, `d`, `m`, `term`, `lower`, `upper` | backups, out-of-order backups, reverts, two-fold undos | `lk` exclusive (the reused tree's stale two-folds: before the threads start); picks read them without a lock (a read across a backup misjudges one child for one pick; a child's first visit is decided by its `n` read after the pick's atomic `nif` add, pick.py's `first_visit_race`) |
+| `nif` | picks (virtual loss), backups, collisions and reverts taken back | atomic `fetch_add` (`nif_add`) everywhere, backups included |
 | `meta[M_TOP]`, `meta[M_ETOP]` | a new row (pick), a leaf's edges (expansion) | atomic `fetch_add`: each thread gets rows and edges of its own |
 | `meta[M_ALONE]` | the search, before its threads start (`Search._run`: 1 for one search thread) | set while no thread runs; with it, `nif`, `meta[M_TOP]` and `e_child` are written without atomics |
 | `e_child` | a pick creating a child | `cas` from -1: the row is written (`init_node`) before it is published; a thread losing the race leaves its row unused |
 | `parent`, `edge`, position fields (`bbs` ... `key`) | `init_node` (creator, before the `cas`), `extend_leaf` (owner) | row owned by its writer until published |
 | `first_edge`, `num_edges`, `e_code`, `e_p`, `v` of a leaf | expansion (`expand_rows`, `cache_hit`), without `lk` | owner; the backup's exclusive `lk` orders them before any reader |
-| `vp` (visited-policy cache) | pickers (a NaN refilled), expansion and backups (set to NaN) | racing pickers write the same sum: children's `n` only change under `lk` exclusive |
+| `vp` (visited-policy cache) | pickers (a NaN refilled), expansion and backups (set to NaN) | none: a sum refilled across a backup may hold until the next backup through the node resets it (first-play urgency only) |
 | NN cache entries | `nncache.store` (expansion), the re-lookup of a hit found without a lock | `clk`; an unlocked probe is only a hint, checked again under `clk` |
-| search counters `s` (batch.S_*) | all threads | atomic `fetch_add`, or `lk` exclusive (backup counters); Python reads them unlocked (one word each) |
+| search counters `s` (batch.S_*) | all threads | atomic `fetch_add` (S_IN_FLIGHT everywhere: picks reserve it without a lock), or `lk` exclusive (backup counters); Python reads them unlocked (one word each) |
 | root report (`edge_n`, `rep`) | `root_report` after a backup | `lk` exclusive; the stoppers read it under `lk` shared |
 | stop flags (batch.F_STOP, F_HALT) | `Search.stop()` (F_STOP only), the round's end (F_HALT) | plain int32 words, read without a lock: a late read costs one more pick |
 | the compiled cycle's hint `ctl` (core/cycle.py: the stoppers' remaining playouts) and `room` | the watcher (search/compiled_lanes.py); `room` only between rounds | plain float64/int64 words read without a lock: a late read costs one batch with the old hint |
