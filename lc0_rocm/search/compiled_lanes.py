@@ -242,6 +242,7 @@ class _TaskWorker:
                 cy.run_helper(*args)
             except BaseException as exc:
                 self.error = exc
-                tmw.stand_in(args[-2], args[-1])
+                *_, team, seen = args  # run_helper's last two: the team word, the epoch it starts from
+                tmw.stand_in(team, seen)
             finally:
                 self._done.release()

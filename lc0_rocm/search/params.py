@@ -122,8 +122,9 @@ AUTO_THREADS = 2  # batches in flight of the one search thread (Threads 0 where 
 AUTO_LANES = 3  # lc0's Threads 0 on a host with more than two cores: search threads (measured: docs/perf.md)
 # ... with a backend whose kernel runs on the search threads themselves (random, trivial): the search
 # alone on the 32-core H200 host, 2026-11-28 (docs/perf.md): 196k / 237k / 285k / 283k / 259k nps at
-# 1 / 2 / 4 / 8 / 12 threads, and beside lc0 in one call 0.95x at 4 against 0.86x at 8; past four the
-# threads wait on the tree's lock and collide in its top nodes
+# 1 / 2 / 4 / 8 / 12 threads, and beside lc0 in one call 0.95x at 4 against 0.86x at 8 (past four the
+# threads waited on the tree's lock); with picks that take no lock (16-core host), four threads with a
+# task worker each 486-490k, eight without 489k: four keep half the cores for the same nps
 AUTO_KERNEL_LANES = 4
 
 
@@ -284,7 +285,8 @@ def params_from_options(options: Options, go: Optional[GoParams] = None, black_t
         smart_pruning_factor=o("SmartPruningFactor"),
         smart_pruning_minimum_batches=o("SmartPruningMinimumBatches"),
         two_fold_draws=o("TwoFoldDraws"), sticky_endgames=o("StickyEndgames"),
-        pipeline=o("Threads") != 1, threads=o("Threads"), task_workers=o("TaskWorkers"), multipv=o("MultiPV"), per_pv_counters=o("PerPVCounters"),
+        pipeline=o("Threads") != 1, threads=o("Threads"), task_workers=o("TaskWorkers"), multipv=o("MultiPV"),
+        per_pv_counters=o("PerPVCounters"),
         moves_left_max_effect=o("MovesLeftMaxEffect"), moves_left_threshold=o("MovesLeftThreshold"),
         moves_left_slope=o("MovesLeftSlope"), moves_left_constant_factor=o("MovesLeftConstantFactor"),
         moves_left_scaled_factor=o("MovesLeftScaledFactor"),

@@ -37,7 +37,7 @@ from .batch import S_IN_FLIGHT
 from .counters import K_EVAL, K_EXPAND, K_IDLE, K_TOTAL, N_BATCHES, N_IDLE, N_POSITIONS
 from .packed_params import P_CV_END, P_CV_MAX, P_CV_POWER, P_CV_START, P_EXACT_LIMIT
 from .backup import expand_range
-from .shared_worker import EXTEND_CHUNK, apply_shared, back_up_shared, extend_range, gather_shared
+from .shared_worker import apply_shared, back_up_shared, gather_shared, team_extend
 from .spinlock import yield_core
 from .team import J_EXPAND, J_EXTEND, J_QUIT, J_ROWS, TM_ARG, TM_HELPERS, TM_JOB, TM_TOTAL, claim, done, finish, \
     post, quit_team, wait_job
@@ -231,12 +231,7 @@ def run_helper(t, p, c, b, w, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed
             return
         total = tm[TM_TOTAL]
         if job == J_EXTEND:
-            base = tm[TM_ARG]
-            while True:
-                k0 = claim(tm, EXTEND_CHUNK)
-                if k0 >= total:
-                    break
-                extend_range(t, p, c, b, root, k0, min(k0 + EXTEND_CHUNK, total), base, w)
+            team_extend(t, p, c, b, root, total, tm[TM_ARG], w, tm)
         elif job == J_ROWS:
             team_rows(t, p, c, b, total, idx_tab, kind, ev_ints, ev_words, ev_floats, fixed, want, nwant, policy,
                       q, d, m, has_mlh, w2, clk, tm)

@@ -475,8 +475,8 @@ def take_candidates(t, p, node, fe, puct, fpu, ds, m_on, skip, use_skip, max_nee
     score = w.score
     hs = w.hs
     hi = w.hi
-    # the scores first, then the heap: the scan then runs ahead on the children's rows (misses of
-    # four arrays each) without the heap's compares, mispredicted, flushing it (~20 % of a pick)
+    # the scores first, then the heap: the scan then runs ahead on the children's records (a miss
+    # each) without the heap's compares, mispredicted, flushing it (~20 % of a pick)
     i0 = last + 1
     while True:
         i = last + 1

@@ -86,11 +86,7 @@ def gather_shared(t, s, p, c, b, puct_tab, allowed, use_allowed, remaining, cap,
         ct.add(ctr, N_PICKS, 1)
         if tm[TM_HELPERS] > 0 and npk > EXTEND_CHUNK:  # the task workers take chunks of the pick's entries too
             post(tm, J_EXTEND, npk, count)
-            while True:
-                k0 = claim(tm, EXTEND_CHUNK)
-                if k0 >= npk:
-                    break
-                extend_range(t, p, c, b, root, k0, min(k0 + EXTEND_CHUNK, npk), count, w)
+            team_extend(t, p, c, b, root, npk, count, w, tm)
             finish(tm)
         else:
             extend_range(t, p, c, b, root, 0, npk, count, w)
@@ -166,6 +162,17 @@ def extend_range(t, p, c, b, root, k0, k1, count, w):
         row = count + i
         extend_leaf(t, p, c, w.out_node[k], w.out_depth[k], root, b.codes[row], b.masks, b.values, row,
                     w.ext_info, w.ext_keys, i)
+
+
+@jit
+def team_extend(t, p, c, b, root, npk, count, w, tm):
+    """A team member's share of a pick's extension (job J_EXTEND, search/core/team.py): chunks of
+    EXTEND_CHUNK entries claimed until none is left."""
+    while True:
+        k0 = claim(tm, EXTEND_CHUNK)
+        if k0 >= npk:
+            return
+        extend_range(t, p, c, b, root, k0, min(k0 + EXTEND_CHUNK, npk), count, w)
 
 
 @jit(inline="always")  # a call per pick passed ~70 arrays on the stack

@@ -7,7 +7,7 @@ an int32/int64 array themselves (numba `@intrinsic`; cached like any compiled fu
 one int64 word: a count of readers (`lock_shared`), a writer bit (`lock`) and a bit by which a waiting
 writer keeps new readers out. A waiting thread spins, then yields its core (libc's `sched_yield`) so
 that a holder sharing the core gets to run, and a waiting reader after a while sleeps (libc's `usleep`;
-`_pause`).
+`pause`).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def fetch_add(typingctx, arr, idx, value):
 
 
 @intrinsic
-def _store(typingctx, arr, idx, value):
+def store_word(typingctx, arr, idx, value):
     """Atomically arr[idx] = value, ordered after every earlier write (int64 arrays)."""
     if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1):
         return None
@@ -92,7 +92,7 @@ def _store(typingctx, arr, idx, value):
 
 
 @intrinsic
-def _load(typingctx, arr, idx):
+def load_word(typingctx, arr, idx):
     """arr[idx] read atomically (int64 arrays): a spinning reader sees the holder's release. A plain
     load (x86: a mov), so that spinning does not take the word's line from its holder."""
     if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1):
@@ -158,7 +158,7 @@ _READERS = _WRITER - 1
 
 
 @jit
-def _pause(rounds, may_sleep):
+def pause(rounds, may_sleep):
     """Round `rounds` of one wait (from 0); returns the next. Every SPINS_BEFORE_YIELD rounds the core
     goes to another thread; once the wait has lasted YIELDS_BEFORE_SLEEP such yields, a waiter that
     `may_sleep` sleeps SLEEP_US instead: a holder preempted on a busy host (other processes, or more
@@ -183,20 +183,20 @@ def lock(word):
     and keeps new ones out meanwhile. Returns the rounds it waited (search/core/counters.py)."""
     rounds = 0
     while True:
-        v = _load(word, 0)
+        v = load_word(word, 0)
         if v & _WRITER:
-            rounds = _pause(rounds, False)
+            rounds = pause(rounds, False)
         elif v & _READERS:
             if not v & _WAITING:
                 cas(word, 0, v, v | _WAITING)
-            rounds = _pause(rounds, False)
+            rounds = pause(rounds, False)
         elif cas(word, 0, v, _WRITER) == v:  # no reader: free, or only a writer waiting (maybe this one)
             return rounds
 
 
 @jit
 def unlock(word):
-    _store(word, 0, 0)
+    store_word(word, 0, 0)
 
 
 @jit
@@ -206,9 +206,9 @@ def lock_shared(word):
     Returns the rounds it waited."""
     rounds = 0
     while True:
-        v = _load(word, 0)
+        v = load_word(word, 0)
         if v & (_WRITER | _WAITING):
-            rounds = _pause(rounds, True)
+            rounds = pause(rounds, True)
         elif cas(word, 0, v, v + 1) == v:
             return rounds
 
@@ -216,12 +216,6 @@ def lock_shared(word):
 @jit
 def unlock_shared(word):
     fetch_add(word, 0, -1)
-
-
-@jit
-def pause(rounds, may_sleep):
-    """`_pause` for the other spinning waits of compiled code (search/core/team.py)."""
-    return _pause(rounds, may_sleep)
 
 
 @jit

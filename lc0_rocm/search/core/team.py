@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...jit import jit
-from .spinlock import _load, _store, fetch_add, pause
+from .spinlock import fetch_add, load_word, pause, store_word
 
 LINE = 8  # int64 words a cache line
 TM_HELPERS, TM_EPOCH, TM_NEXT, TM_DONE, TM_JOB = 0, LINE, 2 * LINE, 3 * LINE, 4 * LINE
@@ -53,8 +53,8 @@ def post(tm, job, total, arg):
     tm[TM_JOB] = job
     tm[TM_TOTAL] = total
     tm[TM_ARG] = arg
-    _store(tm, TM_NEXT, 0)
-    _store(tm, TM_DONE, 0)
+    store_word(tm, TM_NEXT, 0)
+    store_word(tm, TM_DONE, 0)
     fetch_add(tm, TM_EPOCH, 1)
 
 
@@ -75,7 +75,7 @@ def finish(tm):
     """The leader, after its own claims: waits until every helper is done with the job."""
     helpers = tm[TM_HELPERS]
     rounds = 0
-    while _load(tm, TM_DONE) < helpers:
+    while load_word(tm, TM_DONE) < helpers:
         rounds = pause(rounds, False)
 
 
@@ -84,7 +84,7 @@ def wait_job(tm, seen):
     """A helper: waits for the job after epoch `seen`; returns its epoch."""
     rounds = 0
     while True:
-        e = _load(tm, TM_EPOCH)
+        e = load_word(tm, TM_EPOCH)
         if e != seen:
             return e
         rounds = pause(rounds, False)
