@@ -211,6 +211,27 @@ def test_task_workers_leave_one_thread_its_tree(monkeypatch):
     assert reports[1] == reports[0] and reports[2] == reports[0]
 
 
+def test_a_task_worker_that_fails_leaves_its_work_to_the_thread(monkeypatch):
+    """A helper whose compiled call fails (compiled_lanes._TaskWorker: it stands in, claiming nothing)
+    leaves every job's items to its search thread: the search ends, the failure is the search's error,
+    and nothing is left in flight on a tree that is still a search tree."""
+    from lc0_rocm.search.core import cycle as cy
+
+    class HelperFailed(Exception):
+        pass
+
+    def broken(*args):
+        raise HelperFailed()
+
+    monkeypatch.setattr(cy, "run_helper", broken)
+    s = _search(_evaluator(), KIWIPETE, nodes=3000, threads=2, task_workers=1, minibatch_size=64)
+    s.start()
+    assert s.wait(60), "the search threads wait for a task worker that never comes"
+    assert isinstance(s.error, HelperFailed)
+    assert s.compiled_lanes is not None
+    _check_tree(s)
+
+
 def test_task_workers_follow_the_host():
     """TaskWorkers -1: helpers for a backend evaluating in each search thread where the host has cores
     to spare beside them, at most AUTO_TASK_WORKERS; none for a GPU's or the cpu backend."""
