@@ -7,10 +7,11 @@ the GIL (the backend's thread keeps working), is compiled once per machine, and 
 counts: arrays are passed by value, never allocated, so a call that takes the tree (a namedtuple of
 25 arrays) costs nothing, where numba's reference counting made every such call cost ~260 ns
 (measured). The few functions that allocate use `@jit_alloc` (reference counting on). Both add the
-function to `COMPILED`. `error_model="numpy"`: no arithmetic raises (a division by zero gives inf,
-NaN or, for integers, 0), so no exception can leave a spin lock of the shared tree taken
-(search/core/tree.py's concurrency table); bounds are not checked (numba's default, unless
-NUMBA_BOUNDSCHECK=1 is set for debugging), so indexing raises nothing either.
+function to `COMPILED`, and compile it once per argument type when compiled code calls it, not once
+per constant it is called with (`_one_body_per_type`). `error_model="numpy"`: no arithmetic raises
+(a division by zero gives inf, NaN or, for integers, 0), so no exception can leave a spin lock of the
+shared tree taken (search/core/tree.py's concurrency table); bounds are not checked (numba's default,
+unless NUMBA_BOUNDSCHECK=1 is set for debugging), so indexing raises nothing either.
 
 The cache: `$LC0_ROCM_CACHE/numba/<key>` (default `~/.cache/lc0-rocm/numba/<key>`; an explicit
 NUMBA_CACHE_DIR replaces `$LC0_ROCM_CACHE/numba`), never next to the sources, so a read-only
@@ -52,7 +53,7 @@ import sys
 from pathlib import Path
 
 import numba
-from numba.core import caching
+from numba.core import caching, types
 
 from .import_graph import imports_of, module_file
 
@@ -281,20 +282,44 @@ _impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
 _impl._locator_classes = [_CodeLocator, *(c for c in _impl._locator_classes if c.__name__ != "_CodeLocator")]
 
 
-def jit(fn=None, **options):
-    """Compile `fn` with numba: no Python objects, GIL released, cached on disk, no allocation, no
-    exception from arithmetic. `options` go to numba (e.g. `inline="always"`)."""
-    if fn is None:
-        return functools.partial(jit, **options)
-    d = numba.njit(cache=True, nogil=True, _nrt=False, error_model="numpy", **options)(fn)
+def _call_type(t):
+    """The type a compiled caller's argument is compiled for: a constant as its type (not its
+    literal value), a signed integer narrower than 64 bits (a node read from an int32 array) as int64
+    (numba's arithmetic widens it to int64 anyway); anything else as it is."""
+    t = types.unliteral(t)
+    if isinstance(t, types.Integer) and t.signed and t.bitwidth < 64:
+        return types.int64
+    return t
+
+
+def _one_body_per_type(d):
+    """`d` called from compiled code compiles one body per argument *kind*, not one per constant:
+    numba types a constant argument as its literal (`f(a, 0)` and `f(a, 1)` are two signatures, each
+    a whole compile of `f` and of what it calls with that constant), and a node index read from an
+    int32 array apart from one computed in int64; the first start compiled 280 bodies of 163
+    functions so. Its call template gets the arguments as `_call_type` says (a constant still folds
+    where LLVM inlines the call; unsigned integers and floats keep their width)."""
+    get_call_template = d.get_call_template
+
+    def widened_call_template(args, kws):
+        return get_call_template(tuple(_call_type(a) for a in args), {k: _call_type(v) for k, v in kws.items()})
+
+    d.get_call_template = widened_call_template
     COMPILED.append(d)
     return d
+
+
+def jit(fn=None, **options):
+    """Compile `fn` with numba: no Python objects, GIL released, cached on disk, no allocation, no
+    exception from arithmetic, one body per argument type (`_one_body_per_type`). `options` go to
+    numba (e.g. `inline="always"`)."""
+    if fn is None:
+        return functools.partial(jit, **options)
+    return _one_body_per_type(numba.njit(cache=True, nogil=True, _nrt=False, error_model="numpy", **options)(fn))
 
 
 def jit_alloc(fn=None, **options):
     """`jit` for a function that allocates arrays."""
     if fn is None:
         return functools.partial(jit_alloc, **options)
-    d = numba.njit(cache=True, nogil=True, error_model="numpy", **options)(fn)
-    COMPILED.append(d)
-    return d
+    return _one_body_per_type(numba.njit(cache=True, nogil=True, error_model="numpy", **options)(fn))
