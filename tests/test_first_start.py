@@ -184,3 +184,25 @@ def test_another_cpu_target_does_not_see_the_ready_marker():
     assert Path(here.stdout.strip()).parent == Path(generic.stdout.strip()).parent  # the same sources
     assert here.stdout != generic.stdout
     assert here.stdout.strip() == str(jit.ready_file())
+
+
+@pytest.mark.parametrize("task_workers", [0, 1])
+def test_the_warm_up_loads_the_task_workers_entry_only_where_the_settings_run_them(task_workers):
+    """warm_up loads (or compiles) what a search with the engine's Threads and TaskWorkers calls:
+    the task workers' entry (core/cycle.run_helper) with TaskWorkers 1, not with 0, so a first start
+    whose searches run no task workers (automatic on a GPU, or on two cores) does not compile it."""
+    code = f"""
+from lc0_rocm.backends.trivial import TrivialBackend
+from lc0_rocm.default_net import default_net_path
+from lc0_rocm.net.loader import load_net
+from lc0_rocm.search.core import cycle
+from lc0_rocm.search.leaf_evaluator import LeafEvaluator
+from lc0_rocm.search.warmup import warm_up
+backend = TrivialBackend(load_net(default_net_path()), {{}})
+ev = LeafEvaluator(backend, backend.net.input_format, 1024, 1.0)
+warm_up(ev, backend.net.has_wdl, backend.net.has_moves_left, 0, threads=2, task_workers={task_workers})
+print(len(cycle.run_helper.signatures), len(cycle.run_lane.signatures))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == [str(task_workers), "1"], r.stdout

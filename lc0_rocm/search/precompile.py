@@ -34,7 +34,8 @@ POLL_S = 0.2  # how often the engine looks for the ready marker while another pr
 def compile_search() -> None:
     """Compile every entry point of the search into the cache (or load it from there): `warm_up`
     on the bundled net with the CPU backend, then with lc0's `trivial` one, whose compiled evaluation
-    takes the search threads' compiled batch cycle (search/core/cycle.py, shared with `random`)."""
+    takes the search threads' compiled batch cycle (search/core/cycle.py, shared with `random`), with
+    task workers where this machine's automatic TaskWorkers runs them (not on two cores)."""
     from ..backends.cpu import CpuBackend
     from ..backends.trivial import TrivialBackend
     from ..default_net import default_net_path

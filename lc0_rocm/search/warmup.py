@@ -30,11 +30,12 @@ def prepare_backend(evaluator: LeafEvaluator, minibatch: int = 0, threads: int =
 
 
 def warm_up(evaluator: LeafEvaluator, has_wdl: bool = True, has_mlh: bool = False, minibatch: int = 0,
-            threads: int = 0) -> None:
+            threads: int = 0, task_workers: int = -1) -> None:
     """Get a search ready before a GUI's first `go`: `prepare_backend`, and every compiled entry
-    point runs once with the types a real search uses (compiles the search, one to two minutes on a
-    first start, or loads it from the disk cache). Uses its own tree and NN cache; the backend
-    evaluates a few positions."""
+    point a search with these settings (`threads`, `task_workers` as the engine's Threads and
+    TaskWorkers options) calls runs once with the types a real search uses (compiles the search, one
+    to two minutes on a first start, or loads it from the disk cache). Uses its own tree and NN cache;
+    the backend evaluates a few positions."""
     count = prepare_backend(evaluator, minibatch, threads)
 
     ev = LeafEvaluator(evaluator.backend, evaluator.input_format, 64, evaluator.policy_temperature)
@@ -49,10 +50,12 @@ def warm_up(evaluator: LeafEvaluator, has_wdl: bool = True, has_mlh: bool = Fals
             # the first with the engine's Threads, the second with its search threads (at least two
             # where it runs several: the shared tree's entry points load here too; one where it runs
             # one, so that a GPU backend builds no runner for threads the engine will not run)
-            # (the second with a task worker a thread: theirs load here too, core/team.py)
+            # (the second with the engine's task workers, where its threads have any: theirs load
+            # here too, core/team.py; not otherwise, which saves a first start ~4 s of compiling:
+            # docs/perf.md "The first start's compile")
             params = SearchParams(minibatch_size=4, multipv=2, smart_pruning_factor=0,
                                   threads=(count if count > 1 else 1) if moves else threads,
-                                  task_workers=1 if moves else -1)
+                                  task_workers=task_workers)
             s = new_search(position, ev, params, SearchLimits(nodes=24), tree, has_wdl=has_wdl, has_mlh=has_mlh,
                            searchmoves=list(position.board.legal_moves)[:3], verbose_stats=True,
                            on_info=lambda lines: None, on_stats=lambda lines: None)

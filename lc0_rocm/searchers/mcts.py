@@ -42,7 +42,7 @@ class MctsSearcher:
         host, bg = self.host, self.compile
         if (bg is None and is_compiled()) or (bg is not None and bg.ready.is_set()):
             warm_up(host.evaluator, host.net.has_wdl, host.net.has_moves_left, minibatch,  # about a second
-                    int(host.opt("Threads")))
+                    int(host.opt("Threads")), int(host.opt("TaskWorkers")))
             return True
         prepare_backend(host.evaluator, minibatch, int(host.opt("Threads")))
         if bg is None:
