@@ -402,6 +402,12 @@ def test_a_new_games_tree_in_the_old_arrays_is_a_fresh_trees():
     assert used.arrays.n is old_n and not used.reused  # made in the old arrays
     ev.cache.clear()
     fresh = search(ev, None, moves, nodes=400, params=params)
+    _assert_same_tree(again, fresh)
+
+
+def _assert_same_tree(again, fresh):
+    """The trees of two searches are the same, row for row and edge for edge, over what a search reads:
+    arrays made over old ones (`again`) hold stale data past what is written."""
     a, b = again.tree.arrays, fresh.tree.arrays
     top, etop = int(b.meta[0]), int(b.meta[1])
     assert [int(x) for x in a.meta] == [int(x) for x in b.meta]
@@ -418,6 +424,35 @@ def test_a_new_games_tree_in_the_old_arrays_is_a_fresh_trees():
         else:
             assert np.array_equal(x[:top], y[:top], equal_nan=x.dtype.kind == "f"), name
     assert again.bestmove == fresh.bestmove
+
+
+def test_a_reused_tree_kept_in_its_arrays_is_the_tree_fresh_arrays_give(monkeypatch):
+    """Tree reuse moves the kept subtree back into the arrays it was in (search/tree.py `_moved_back`),
+    where it made fresh arrays: the game's next searches must be those fresh arrays give, row for row.
+    The truth: the same game with the subtree left in the fresh arrays it is copied into first."""
+    import lc0_rocm.search.tree as tree_module
+
+    ev = evaluator(SMALL)
+    params = SearchParams(minibatch_size=16, pipeline=False, smart_pruning_factor=0)
+    runs = []
+    for fresh_arrays in (False, True):
+        if fresh_arrays:
+            monkeypatch.setattr(tree_module, "_moved_back", lambda src, dst, rows, edges: src)
+        tree = NodeTree()
+        ev.cache.clear()
+        s = search(ev, None, ["e2e4"], nodes=600, tree=tree, params=params)
+        before = tree.arrays.n
+        s = search(ev, None, ["e2e4", s.bestmove.uci()], nodes=900, tree=tree, params=params)
+        assert tree.reused and s.initial_visits > 1
+        reply = child(s.root, s.bestmove.uci())
+        moves = ["e2e4", s.tree.moves[1], s.bestmove.uci(),
+                 reply.moves[max(range(reply.num_edges), key=lambda i: reply.edge_n(i))].uci()]
+        s = search(ev, None, moves, nodes=1500, tree=tree, params=params)
+        assert tree.reused
+        runs.append((s, tree.arrays.n is before))
+    (kept, in_place), (fresh, moved) = runs
+    assert in_place and not moved  # the first kept its arrays, the second was given fresh ones
+    _assert_same_tree(kept, fresh)
 
 
 def test_searchmoves_restricts_the_root():
