@@ -40,15 +40,19 @@ def _evaluator(backend: str, options: str = "") -> LeafEvaluator:
 @pytest.mark.parametrize("threads,minibatch", [(2, 256), (3, 16), (4, 64)])
 def test_the_compiled_cycle_keeps_the_tree(backend, threads, minibatch):
     ev = _evaluator(backend)
+    nodes_returns = 0
     for fen in (None, KIWIPETE, "8/5pk1/6p1/3R4/8/6P1/5PK1/2r5 b - - 4 40"):
         s = _search(ev, fen, nodes=5000, threads=threads, minibatch_size=minibatch)
         s.run()
         assert s.error is None, s.error
         assert s.compiled_lanes is not None  # the whole cycle compiled
-        assert s.compiled_lanes.returns[RC_NODES] >= 1  # the threads came back when `go nodes` was reached
+        nodes_returns += s.compiled_lanes.returns[RC_NODES]
         assert s.root.n == 5000  # exactly (ExactNodeLimit's reservation)
         assert s.bestmove in s.board.legal_moves
         _check_tree(s)
+    # the threads came back when `go nodes` was reached; in one search both may instead find the halt
+    # the watcher set once the last batches were backed up (a loaded CI machine once did), not in three
+    assert nodes_returns >= 1
 
 
 def test_infinite_stop_and_the_reused_tree():
