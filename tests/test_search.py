@@ -427,7 +427,8 @@ def _assert_same_tree(again, fresh):
 
 
 def test_a_reused_tree_kept_in_its_arrays_is_the_tree_fresh_arrays_give(monkeypatch):
-    """Tree reuse moves the kept subtree back into the arrays it was in (search/tree.py `_moved_back`),
+    """Tree reuse copies the kept subtree back into the arrays it was in (search/tree.py, core/tree.py
+    `copy_used`),
     where it made fresh arrays: the game's next searches must be those fresh arrays give, row for row.
     The truth: the same game with the subtree left in the fresh arrays it is copied into first."""
     import lc0_rocm.search.tree as tree_module
@@ -437,7 +438,7 @@ def test_a_reused_tree_kept_in_its_arrays_is_the_tree_fresh_arrays_give(monkeypa
     runs = []
     for fresh_arrays in (False, True):
         if fresh_arrays:
-            monkeypatch.setattr(tree_module, "_moved_back", lambda src, dst, rows, edges: src)
+            monkeypatch.setattr(tree_module, "copy_used", lambda dst, src, rows, edges: src)
         tree = NodeTree()
         ev.cache.clear()
         s = search(ev, None, ["e2e4"], nodes=600, tree=tree, params=params)

@@ -16,8 +16,8 @@ import chess
 import numpy as np
 
 from ..board import rules
-from .core.tree import (EDGE_BYTES, EDGE_FIELDS, ROW_BYTES, M_960, M_ETOP, M_ROOT, M_STARTPOS, M_TOP, NON_TERMINAL, TreeArrays,
-                        copy_subtree, grown, init_node, make_not_terminal, new_arrays, subtree_size, write_position)
+from .core.tree import (EDGE_BYTES, ROW_BYTES, M_960, M_ETOP, M_ROOT, M_STARTPOS, M_TOP, NON_TERMINAL, TreeArrays,
+                        copy_subtree, copy_used, grown, init_node, make_not_terminal, new_arrays, subtree_size, write_position)
 
 
 def _history_states(last) -> list:
@@ -49,21 +49,6 @@ def _recycled(t: TreeArrays, rows: int) -> TreeArrays:
         else:
             a[:rows] = 0
     return t
-
-
-def _moved_back(src: TreeArrays, dst: TreeArrays, rows: int, edges: int) -> TreeArrays:
-    """`dst` holding `src`'s first `rows` rows and `edges` edges, as `_recycled` leaves arrays: what
-    lies past them is never read before it is written. Reusing the tree in the arrays it had (a copy
-    through `src`, the subtree's size) spares a `go` fresh arrays: their allocation and, during the
-    search, the first touch of every page it writes (docs/perf.md)."""
-    for name, a, b in zip(TreeArrays._fields, dst, src):
-        if name == "meta":
-            a[:] = 0
-        elif name in EDGE_FIELDS:
-            a[:edges] = b[:edges]
-        else:
-            a[:rows] = b[:rows]
-    return dst
 
 
 class NodeTree:
@@ -116,10 +101,10 @@ class NodeTree:
             rows, edges = self._subtree_size(node)
         need_rows, need_edges = max(START_ROWS, 2 * (h + rows)), max(START_EDGES, 2 * edges)
         fits = len(old.n) >= need_rows and len(old.e_code) >= need_edges
-        if not self.reused and fits:
+        if self.reused:  # the kept subtree is copied into arrays of its size, then back into the old ones
+            t = new_arrays(h + rows, max(edges, 1))  # (their pages stay mapped and touched: docs/perf.md)
+        elif fits:
             t = _recycled(old, h)
-        elif self.reused and fits:  # the kept subtree goes through arrays of its own size, then back into
-            t = new_arrays(h + rows, max(edges, 1))  # these: their pages stay mapped and touched
         else:
             t = new_arrays(need_rows, need_edges)
         for i, s in enumerate(states):
@@ -130,8 +115,7 @@ class NodeTree:
             stack_size = max(rows, 1) + 1
             top, etop = copy_subtree(old, t, node, root, np.zeros(stack_size, np.int64),
                                       np.zeros(stack_size, np.int64))
-            if fits:
-                t = _moved_back(t, old, top, etop)
+            t = copy_used(old if fits else new_arrays(need_rows, need_edges), t, top, etop)
             t.parent[root] = root - 1
             t.edge[root] = -1
             if t.term[root] != NON_TERMINAL:

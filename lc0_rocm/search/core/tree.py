@@ -88,9 +88,9 @@ _NODE_FIELDS = {
     "castling": np.uint64, "black": np.uint8, "ep": np.int8, "rule50": np.int16, "reps": np.int8,
     "key": np.uint64,
 }
-EDGE_FIELDS = {"e_code": np.int16, "e_p": np.float32, "e_child": np.int32}
+_EDGE_FIELDS = {"e_code": np.int16, "e_p": np.float32, "e_child": np.int32}
 ROW_BYTES = sum(np.dtype(d).itemsize for d in _NODE_FIELDS.values()) + 12 * 8  # the fields and `bbs`
-EDGE_BYTES = sum(np.dtype(d).itemsize for d in EDGE_FIELDS.values())
+EDGE_BYTES = sum(np.dtype(d).itemsize for d in _EDGE_FIELDS.values())
 # What a pick reads of every child it scores and a backup writes of every node on its path: side by side
 # in one 32-byte record a node (HOT_WORDS float64 words, 64-byte aligned: a record never straddles two
 # cache lines), not in five arrays, so that a child costs one line to load, not five, and a thread's
@@ -115,7 +115,7 @@ def new_arrays(nodes: int, edges: int) -> TreeArrays:
     f = {k: np.zeros(nodes, dtype=t) for k, t in _NODE_FIELDS.items() if k not in _HOT_FLOAT and k not in _HOT_INT32}
     f.update(_hot_fields(nodes))
     f["bbs"] = np.zeros((nodes, 12), dtype=np.uint64)
-    f.update({k: np.zeros(edges, dtype=t) for k, t in EDGE_FIELDS.items()})
+    f.update({k: np.zeros(edges, dtype=t) for k, t in _EDGE_FIELDS.items()})
     f["meta"] = np.zeros(8, dtype=np.int64)
     return TreeArrays(**f)
 
@@ -138,16 +138,28 @@ def grown(t: TreeArrays, nodes: int, edges: int) -> TreeArrays:
         if name == "meta":
             out[name] = a
             continue
-        size = new_e if name in EDGE_FIELDS else new_n
+        size = new_e if name in _EDGE_FIELDS else new_n
         if hot is not None and name in hot:
-            b = hot[name]
+            out[name] = hot[name]
         else:
-            b = np.zeros((size,) + a.shape[1:], dtype=a.dtype) if size != len(a) else a
-        if b is not a:
-            used = etop if name in EDGE_FIELDS else top
-            b[:used] = a[:used]
-        out[name] = b
-    return TreeArrays(**out)
+            out[name] = np.zeros((size,) + a.shape[1:], dtype=a.dtype) if size != len(a) else a
+    return copy_used(TreeArrays(**out), t, top, etop)
+
+
+def copy_used(dst: TreeArrays, src: TreeArrays, rows: int, edges: int) -> TreeArrays:
+    """`dst` holding `src`'s first `rows` rows, first `edges` edges and its meta, field by field; a
+    field that is `src`'s own array is left as it is. What lies past them is never read before it is
+    written (a row is written when it is made, an edge when its node is expanded)."""
+    for name, a, b in zip(TreeArrays._fields, dst, src):
+        if a is b:
+            continue
+        if name == "meta":
+            a[:] = b
+        elif name in _EDGE_FIELDS:
+            a[:edges] = b[:edges]
+        else:
+            a[:rows] = b[:rows]
+    return dst
 
 
 @jit
