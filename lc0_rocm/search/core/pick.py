@@ -135,12 +135,24 @@ def overtake_estimate(pi, puct, second, best_util, best_started):
     return 1000000000
 
 
-# first_visit_race: pickers hold no lock (search/core/shared_worker.py), so another thread's backup may
-# give a child its first visit between a pick's read of its `n` (0) and its own visit in flight. A backup
-# writes `n` before it takes its visit in flight back, so when the pick's atomic add finds no visit in
-# flight, the `n` read after it is the child's: 0, the pick owns the first visit; else the visit goes
-# through the child as any other (its one visit in flight already added). With one thread the second
-# read gives the first one's value.
+@jit
+def visit_child(t, child):
+    """One visit in flight added at `child`, for a pick: returns the child's `n` as that visit finds it,
+    or -1 for a collision (another pick holds the child's first visit; nothing is added).
+
+    Pickers hold no lock (search/core/shared_worker.py), so another thread's backup may give the child
+    its first visit between the read of its `n` (0) and the atomic add. A backup writes `n` before it
+    takes its visit in flight back, so when the add finds no visit in flight, the `n` read after it is
+    the child's: 0, the pick owns the first visit; else the visit goes through the child as any other.
+    With one thread the second read gives the first one's value."""
+    nv = t.n[child]
+    if nv == 0:
+        if nif_add(t, child, 1) > 0:
+            nif_add(t, child, -1)
+            return -1
+        return t.n[child]
+    nif_add(t, child, 1)
+    return nv
 
 
 @jit
@@ -301,14 +313,9 @@ def descend(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, w
         if t.term[child] == TWO_FOLD and depth < t.m[child]:
             revert_two_fold(t, s, child, depth, root)
         depth += 1
-        nv = t.n[child]
-        if nv == 0:
-            if nif_add(t, child, 1) > 0:  # collision
-                nif_add(t, child, -1)
-                return emit(w, nout, child, depth, 1, max_limit if (want_estimate and max_limit > 1) else 0), max_limit
-            nv = t.n[child]  # see `first_visit_race`
-        else:
-            nif_add(t, child, 1)
+        nv = visit_child(t, child)
+        if nv < 0:  # collision
+            return emit(w, nout, child, depth, 1, max_limit if (want_estimate and max_limit > 1) else 0), max_limit
         if nv == 0 or t.term[child] != NON_TERMINAL:
             return emit(w, nout, child, depth, 0, 0), max_limit
         node = child
@@ -362,18 +369,13 @@ def share(t, s, p, puct_tab, skip, use_skip, root_filter, node, depth, root, cur
         child = new_child(t, node, best_i)
         if t.term[child] == TWO_FOLD and depth < t.m[child]:
             revert_two_fold(t, s, child, depth, root)
-        nv = t.n[child]
-        if nv == 0:
-            if nif_add(t, child, 1) > 0:
-                # collision: lc0's next rounds pick this child again and again with the same
-                # estimate: every visit left waits at it
-                nif_add(t, child, -1)
-                vtp[best_i] += cur_limit
-                cur_limit = 0
-                break
-            nv = t.n[child]  # see `first_visit_race`
-        else:
-            nif_add(t, child, 1)
+        nv = visit_child(t, child)
+        if nv < 0:
+            # collision: lc0's next rounds pick this child again and again with the same
+            # estimate: every visit left waits at it
+            vtp[best_i] += cur_limit
+            cur_limit = 0
+            break
         vtp[best_i] += new_visits
         cur_limit -= new_visits
         was_unstarted = started[best_i] == 0

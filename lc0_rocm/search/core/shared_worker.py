@@ -7,7 +7,7 @@ has no visits yet), and backs values up under the exclusive lock. Here picks tak
 backups keep the exclusive one (the lock word of search/core/spinlock.py), a pick at a time:
 
   1. no lock: one multi-visit pick (search/core/pick.py: visits in flight and new rows by atomic
-     operations; a child's first visit decided after the atomic add, `pick.first_visit_race`; a
+     operations; a child's first visit decided after the atomic add, `pick.visit_child`; a
      share's children decided when it is made), its first visits marked; with ExactNodeLimit its
      visits are reserved in flight before it starts, so threads picking together never pass `go nodes`;
   2. no lock: each first visit's node-local work (search/core/extend.py's `extend_leaf`: position,

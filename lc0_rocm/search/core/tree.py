@@ -32,7 +32,7 @@ collision to them), and the owner's backup, under `lk` exclusively, publishes th
 
 | data | written by | guard |
 |---|---|---|
-| `n`, `wl`, `d`, `m`, `term`, `lower`, `upper` | backups, out-of-order backups, reverts, two-fold undos | `lk` exclusive (the reused tree's stale two-folds: before the threads start); picks read them without a lock (a read across a backup misjudges one child for one pick; a child's first visit is decided by its `n` read after the pick's atomic `nif` add, pick.py's `first_visit_race`) |
+| `n`, `wl`, `d`, `m`, `term`, `lower`, `upper` | backups, out-of-order backups, reverts, two-fold undos | `lk` exclusive (the reused tree's stale two-folds: before the threads start); picks read them without a lock (a read across a backup misjudges one child for one pick; a child's first visit is decided by its `n` read after the pick's atomic `nif` add, pick.py's `visit_child`) |
 | `nif` | picks (virtual loss), backups, collisions and reverts taken back | atomic `fetch_add` (`nif_add`) everywhere, backups included |
 | `meta[M_TOP]`, `meta[M_ETOP]` | a new row (pick), a leaf's edges (expansion) | atomic `fetch_add`: each thread gets rows and edges of its own |
 | `meta[M_ALONE]` | the search, before its threads start (`Search._run`: 1 for one search thread) | set while no thread runs; with it, `nif`, `meta[M_TOP]` and `e_child` are written without atomics |
